@@ -1,0 +1,52 @@
+"""Keep cached notebook outputs honest when the package or the data change.
+
+jupyter-cache keys each notebook on its code cells only, so after an edit to
+``inferlab/`` or ``data/`` a cached build would serve figures computed by the
+old code. This extension fingerprints both folders; when the fingerprint
+differs from the one stored beside the cache, it empties the cache and asks
+Sphinx to re-read every page, so every notebook executes afresh.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import inferlab
+from inferlab.data import DATA_DIR
+
+STAMP = "inferlab-and-data.sha256"
+
+
+def fingerprint() -> str:
+    """sha256 over the path and bytes of every file in ``inferlab/`` and ``data/``."""
+    digest = hashlib.sha256()
+    for folder in (Path(inferlab.__file__).parent, DATA_DIR):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(folder.parent)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _refresh_cache(app) -> None:
+    cache = Path(app.env.mystnb_config.execution_cache_path)
+    stamp = cache.parent / STAMP
+    current = fingerprint()
+    app.env.inferlab_stale = not stamp.is_file() or stamp.read_text() != current
+    if app.env.inferlab_stale:
+        shutil.rmtree(cache, ignore_errors=True)
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(current)
+
+
+def _outdated(app, env, added, changed, removed):
+    return sorted(env.found_docs) if getattr(env, "inferlab_stale", False) else []
+
+
+def setup(app):
+    # After myst-nb's own builder-inited handler (priority 500) has set the cache path.
+    app.connect("builder-inited", _refresh_cache, priority=900)
+    app.connect("env-get-outdated", _outdated)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

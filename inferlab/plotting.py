@@ -1,0 +1,77 @@
+"""The book's plotting style, and the badge that says where a figure's numbers come from.
+
+Every figure in the book is one of three kinds, and says so in its corner:
+
+- **measured**: timed on the machine that ran the page (yours, if you run it);
+- **modelled**: computed by the book's formulas or simulator;
+- **reported**: someone's published claim, with its source and whether it was audited.
+
+Used by every chapter.
+"""
+
+from __future__ import annotations
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+
+KIND_COLORS = {
+    "measured": "#1b7837",
+    "modelled": "#2166ac",
+    "reported": "#b2182b",
+}
+
+#: Colours for series that are not a kind (chips, tokenizers, scenarios), colour-blind safe.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
+
+STYLE = {
+    "figure.figsize": (7.0, 4.0),
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "legend.frameon": False,
+    "font.size": 10,
+    "axes.prop_cycle": mpl.cycler(color=PALETTE),
+}
+
+
+def use_style() -> None:
+    """Apply the book's matplotlib style (call once at the top of a chapter)."""
+    mpl.rcParams.update(STYLE)
+
+
+def label_kind(ax, *kinds: str) -> None:
+    """Write the figure's kinds ("measured", "modelled", "reported") in the axes' top-right corner.
+
+    A figure that sets a model beside a published claim names both, e.g.
+    ``label_kind(ax, "modelled", "reported")``.
+    """
+    if not kinds:
+        raise ValueError(f"kinds: give at least one of {', '.join(KIND_COLORS)}")
+    unknown = [kind for kind in kinds if kind not in KIND_COLORS]
+    if unknown:
+        raise ValueError(f"kinds: {unknown[0]!r} is not one of {', '.join(KIND_COLORS)}")
+    for offset, kind in enumerate(reversed(kinds)):
+        ax.annotate(
+            kind.upper(),
+            xy=(1.0, 1.0),
+            xycoords="axes fraction",
+            xytext=(-4, -4 - 14 * offset),
+            textcoords="offset points",
+            ha="right",
+            va="top",
+            fontsize=8,
+            fontweight="bold",
+            color="white",
+            bbox={"boxstyle": "round,pad=0.25", "facecolor": KIND_COLORS[kind], "linewidth": 0},
+        )
+
+
+def figure(nrows: int = 1, ncols: int = 1, **kwargs):
+    """A new figure in the book's style: ``fig, ax = figure()``."""
+    use_style()
+    return plt.subplots(nrows, ncols, layout="constrained", **kwargs)

@@ -1,0 +1,139 @@
+"""Chips and models as frozen dataclasses in SI units, read from ``data/``.
+
+The CSV tables keep the units their sources print (GB, GB/s, TFLOP/s); the
+rest of the package works in bytes, bytes per second and FLOP per second.
+This module is the one place where that conversion happens.
+
+Used from the bandwidth chapter on; see the data appendix for the tables.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+from inferlab.data import load_table
+
+GB = 1e9
+TERA = 1e12
+
+
+@dataclass(frozen=True)
+class Chip:
+    """One accelerator (or system) in SI units.
+
+    ``chips`` is how many physical chips the row describes (12 for an
+    inf2.48xlarge, 72 for a GB200 NVL72 rack); capacity and bandwidth are for
+    the whole row. Peak rates are ``nan`` where no source gives them.
+    """
+
+    name: str
+    family: str
+    chips: int
+    memory_capacity_bytes: float
+    memory_bandwidth_bytes_per_s: float
+    bf16_flop_per_s: float
+    fp8_flop_per_s: float
+    int8_op_per_s: float
+    interconnect_bytes_per_s: float
+    source: str
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A decoder-only transformer's shape, as its published config gives it."""
+
+    name: str
+    layers: int
+    hidden_size: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    intermediate_size: int
+    vocab_size: int
+    params_total: float
+    params_active: float
+    context_length_tokens: int
+    attention: str
+    source: str
+
+
+def _names(frame) -> str:
+    return ", ".join(frame["name"])
+
+
+@cache
+def _hardware():
+    return load_table("hardware")
+
+
+@cache
+def _models():
+    return load_table("models")
+
+
+def chip(name: str) -> Chip:
+    """The row of ``data/hardware.csv`` called ``name``, converted to SI units.
+
+    Raises ``ValueError`` naming the known chips if ``name`` is not one of them.
+    """
+    frame = _hardware()
+    rows = frame[frame["name"] == name]
+    if rows.empty:
+        raise ValueError(f"name: unknown chip {name!r}; known: {_names(frame)}")
+    row = rows.iloc[0]
+
+    def scaled(column: str, factor: float) -> float:
+        value = row[column]
+        return math.nan if value is None or math.isnan(value) else float(value) * factor
+
+    return Chip(
+        name=row["name"],
+        family=row["family"],
+        chips=int(row["chips"]),
+        memory_capacity_bytes=scaled("memory_capacity_gb", GB),
+        memory_bandwidth_bytes_per_s=scaled("memory_bandwidth_gb_per_s", GB),
+        bf16_flop_per_s=scaled("bf16_dense_tflop_per_s", TERA),
+        fp8_flop_per_s=scaled("fp8_dense_tflop_per_s", TERA),
+        int8_op_per_s=scaled("int8_dense_top_per_s", TERA),
+        interconnect_bytes_per_s=scaled("interconnect_gb_per_s", GB),
+        source=row["source"],
+    )
+
+
+def chips() -> list[str]:
+    """Names of every row in ``data/hardware.csv``, in file order."""
+    return list(_hardware()["name"])
+
+
+def model(name: str) -> ModelSpec:
+    """The row of ``data/models.csv`` called ``name``.
+
+    Raises ``ValueError`` naming the known models if ``name`` is not one of them.
+    """
+    frame = _models()
+    rows = frame[frame["name"] == name]
+    if rows.empty:
+        raise ValueError(f"name: unknown model {name!r}; known: {_names(frame)}")
+    row = rows.iloc[0]
+    return ModelSpec(
+        name=row["name"],
+        layers=int(row["layers"]),
+        hidden_size=int(row["hidden_size"]),
+        attention_heads=int(row["attention_heads"]),
+        kv_heads=int(row["kv_heads"]),
+        head_dim=int(row["head_dim"]),
+        intermediate_size=int(row["intermediate_size"]),
+        vocab_size=int(row["vocab_size"]),
+        params_total=float(row["params_total"]),
+        params_active=float(row["params_active"]),
+        context_length_tokens=int(row["context_length_tokens"]),
+        attention=row["attention"],
+        source=row["source"],
+    )
+
+
+def models() -> list[str]:
+    """Names of every row in ``data/models.csv``, in file order."""
+    return list(_models()["name"])

@@ -1,0 +1,127 @@
+"""The widget pattern: a slider panel as a thin view over a tested pure function.
+
+An :class:`Explorer` holds three things:
+
+- ``compute(**values)``: a pure function from the slider values to a result. It
+  lives in a chapter's module, is unit-tested on its own, and raises
+  ``ValueError`` for values it cannot handle;
+- ``render(result)``: updates the artists of one matplotlib figure in place (and
+  may return a line of text to print under it); it never builds a new figure;
+- the controls: ipywidgets keyed by the argument names of ``compute``.
+
+When a slider moves, the explorer computes first and draws only if that
+succeeded; a ``ValueError`` replaces the figure with its message, so nothing
+half-computed is shown. :meth:`Explorer.update` does the same work without
+widgets, which is what ``benchmarks/widgets.py`` times.
+
+Factories that build the book's explorers are registered with :func:`register`,
+so the benchmark can list every widget in the book. On the static site a slider
+cannot recompute, so chapters tag the explorer's cell ``remove-output`` and show
+a sweep of the same ``compute`` beside it (see "How to use this book").
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import ipywidgets as w
+from IPython.display import display
+
+WIDGET_KINDS = ("analytic", "simulation", "measurement")
+
+
+@dataclass(frozen=True)
+class RegisteredExplorer:
+    """A factory of one of the book's explorers, with the chapter that shows it."""
+
+    name: str
+    kind: str
+    chapter: str
+    factory: Callable[[], Explorer]
+
+
+REGISTRY: dict[str, RegisteredExplorer] = {}
+
+
+def register(name: str, kind: str, chapter: str):
+    """Decorator that records an explorer factory under ``name`` for the benchmarks.
+
+    ``kind`` is ``"analytic"`` (must redraw under 100 ms), ``"simulation"``
+    (under 1,000 ms) or ``"measurement"`` (runs real timings on a button press).
+    """
+    if kind not in WIDGET_KINDS:
+        raise ValueError(f"kind: {kind!r} is not one of {', '.join(WIDGET_KINDS)}")
+
+    def decorate(factory: Callable[[], Explorer]) -> Callable[[], Explorer]:
+        if name in REGISTRY:
+            raise ValueError(f"name: an explorer called {name!r} is already registered")
+        REGISTRY[name] = RegisteredExplorer(name, kind, chapter, factory)
+        return factory
+
+    return decorate
+
+
+class Explorer:
+    """Sliders over ``compute`` drawn by ``render`` into one figure (see the module docstring)."""
+
+    def __init__(
+        self,
+        compute: Callable[..., object],
+        render: Callable[[object], str | None],
+        controls: dict[str, w.ValueWidget],
+        figure,
+        *,
+        manual: bool = False,
+    ) -> None:
+        if not controls:
+            raise ValueError("controls: give at least one control")
+        self.compute = compute
+        self.render = render
+        self.controls = controls
+        self.figure = figure
+        self.output = w.Output()
+        self.message = w.HTML()
+        children = list(controls.values())
+        if manual:
+            # Measurement explorers time real work, which should not start on every drag.
+            button = w.Button(description="Run", button_style="primary")
+            button.on_click(lambda _: self.refresh())
+            children.append(button)
+        else:
+            for control in controls.values():
+                control.observe(lambda _: self.refresh(), names="value")
+        self.widget = w.VBox([w.HBox(children, layout=w.Layout(flex_flow="row wrap")),
+                              self.message, self.output])
+
+    def values(self) -> dict[str, object]:
+        """The current value of every control, keyed by argument name."""
+        return {name: control.value for name, control in self.controls.items()}
+
+    def update(self, **values) -> str | None:
+        """Compute for ``values`` and redraw the figure in place; return the caption text.
+
+        Raises ``ValueError`` from ``compute`` before anything is drawn.
+        """
+        result = self.compute(**values)
+        text = self.render(result)
+        self.figure.canvas.draw_idle()
+        return text
+
+    def refresh(self) -> None:
+        """Recompute from the controls and show the figure, or the error instead of it."""
+        try:
+            text = self.update(**self.values())
+        except ValueError as error:
+            self.message.value = f"<b>Cannot compute:</b> {html.escape(str(error))}"
+            self.output.clear_output()
+            return
+        self.message.value = html.escape(text) if text else ""
+        with self.output:
+            self.output.clear_output(wait=True)
+            display(self.figure)
+
+    def _ipython_display_(self) -> None:
+        self.refresh()
+        display(self.widget)

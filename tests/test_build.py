@@ -1,0 +1,111 @@
+"""The strict executed build is the notebook test.
+
+The first test builds the real book. The others build a one-page book with the
+real ``_config.yml`` and one deliberate fault each, and check that the strict
+build fails and names the fault: a build that could not fail would test nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import textwrap
+
+import pytest
+import yaml
+from conftest import ROOT, build_book
+
+pytestmark = pytest.mark.build
+
+HEADER = textwrap.dedent(
+    """\
+    ---
+    jupytext:
+      text_representation:
+        extension: .md
+        format_name: myst
+    kernelspec:
+      display_name: Python 3
+      language: python
+      name: python3
+    ---
+    """
+)
+
+
+def test_book_builds_strictly_with_every_notebook_executed(built_book):
+    assert built_book.returncode == 0, built_book.log[-6000:]
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [
+        chapter["file"] for part in toc["parts"] for chapter in part["chapters"]
+    ]
+    for page in files:
+        assert (built_book.html / f"{page}.html").is_file(), page
+
+
+def test_build_uses_no_cached_outputs(built_book):
+    # A fresh output folder means a fresh jupyter-cache: every notebook ran in this build.
+    assert "Executing" in built_book.log or "Executed" in built_book.log
+
+
+def _one_page_book(tmp_path, body: str):
+    book = tmp_path / "src"
+    (book / "book").mkdir(parents=True)
+    shutil.copy(ROOT / "_config.yml", book / "_config.yml")
+    shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext")
+    shutil.copytree(ROOT / "book" / "_static", book / "book" / "_static")
+    shutil.copy(ROOT / "book" / "references.bib", book / "book" / "references.bib")
+    (book / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
+    (book / "book" / "page.md").write_text(HEADER + textwrap.dedent(body))
+    return build_book(book, tmp_path / "out")
+
+
+BREAKAGES = {
+    "a cell that raises": (
+        """\
+        # Page
+        ```{code-cell} ipython3
+        raise RuntimeError("deliberate failure")
+        ```
+        """,
+        "deliberate failure",
+    ),
+    "a warning": (
+        """\
+        # Page
+        ```{code-cell} ipython3
+        import warnings
+        warnings.warn("deliberate warning")
+        ```
+        """,
+        "deliberate warning",
+    ),
+    "a missing glue key": (
+        """\
+        # Page
+        The value is {glue:text}`no_such_key`.
+        """,
+        "no_such_key",
+    ),
+    "a broken cross-reference": (
+        """\
+        # Page
+        See {numref}`fig-that-does-not-exist`.
+        """,
+        "fig-that-does-not-exist",
+    ),
+    "an undefined glossary term": (
+        """\
+        # Page
+        A {term}`word nobody defined`.
+        """,
+        "word nobody defined",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", BREAKAGES)
+def test_strict_build_fails_on(fault, tmp_path):
+    body, evidence = BREAKAGES[fault]
+    build = _one_page_book(tmp_path, body)
+    assert build.returncode != 0, f"the build passed despite {fault}"
+    assert evidence in build.log, build.log[-3000:]
