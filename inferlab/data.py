@@ -53,6 +53,7 @@ def _integer(required: bool = True, minimum: float | None = 1) -> Column:
 
 AUDIT_STATES = ("yes", "no", "unverified")
 
+#: The columns of each table in ``data/``, in file order.
 SCHEMAS: dict[str, dict[str, Column]] = {
     "hardware": {
         "name": _text(),
@@ -188,7 +189,9 @@ def load_table(name: str, data_dir: Path | str | None = None) -> pd.DataFrame:
                 try:
                     record[column_name] = _parse(cell, column)
                 except ValueError as error:
-                    raise DataError(f"{path}, line {line}, column {column_name!r}: {error}") from None
+                    raise DataError(
+                        f"{path}, line {line}, column {column_name!r}: {error}"
+                    ) from None
             records.append(record)
     frame = pd.DataFrame.from_records(records, columns=list(schema))
     key = "id" if "id" in schema else "name" if name != "leaderboard" else None

@@ -1,0 +1,82 @@
+"""Time the redraw of every explorer in the book.
+
+    python benchmarks/widgets.py [--repeats 15]
+
+Imports every ``inferlab`` module (so every ``@register``-ed explorer is known),
+builds each explorer once, then times :meth:`inferlab.widgets.Explorer.update`
+(compute, update the artists, render the figure with Agg) over values spread
+across each control's range. Prints one line per widget:
+
+    widget=NAME kind=K median_ms=X
+
+Analytic explorers must redraw under 100 ms, simulation explorers under 1,000 ms;
+measurement explorers run real timings on a button press and are listed for
+information (timed with their default values only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import statistics
+import time
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import inferlab  # noqa: E402
+from inferlab.widgets import REGISTRY  # noqa: E402
+
+LIMITS_MS = {"analytic": 100.0, "simulation": 1000.0}
+
+
+def spread(control, index: int, count: int):
+    """The ``index``-th of ``count`` values spread over a control's range (or its options)."""
+    options = getattr(control, "options", None)
+    if options:
+        values = [option[1] if isinstance(option, tuple) else option for option in options]
+        return values[index % len(values)]
+    if not hasattr(control, "min"):
+        return control.value
+    value = control.min + (control.max - control.min) * index / max(count - 1, 1)
+    return round(value) if isinstance(control.value, int) else value
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=15, help="redraws timed per widget")
+    args = parser.parse_args()
+    for module in pkgutil.iter_modules(inferlab.__path__):
+        importlib.import_module(f"inferlab.{module.name}")
+    failures = 0
+    for name, entry in sorted(REGISTRY.items()):
+        explorer = entry.factory()
+        defaults = explorer.values()
+        count = 1 if entry.kind == "measurement" else args.repeats
+        timings = []
+        explorer.update(**defaults)  # first draw builds caches; not what a slider move costs
+        for index in range(count):
+            values = dict(defaults)
+            if entry.kind != "measurement":
+                # Move one control at a time, as a reader dragging a slider does.
+                key = list(explorer.controls)[index % len(explorer.controls)]
+                values[key] = spread(explorer.controls[key], index, count)
+            start = time.perf_counter()
+            try:
+                explorer.update(**values)
+                explorer.figure.canvas.draw()
+            except ValueError:
+                continue  # a combination the function refuses shows a message, not a figure
+            timings.append((time.perf_counter() - start) * 1000)
+        median_ms = statistics.median(timings) if timings else float("nan")
+        print(f"widget={name} kind={entry.kind} median_ms={median_ms:.1f}")
+        limit = LIMITS_MS.get(entry.kind)
+        if limit is not None and not median_ms < limit:
+            failures += 1
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

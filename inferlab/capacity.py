@@ -1,0 +1,320 @@
+"""Capacity: what fits in a chip's memory, and how many chips a model needs.
+
+A decoder's memory holds three things: the weights, the KV cache of every
+request in flight, and working space (activations, the runtime's buffers).
+This module turns a model's shape and a number format into bytes, and bytes
+into chip counts, batch sizes and context lengths.
+
+Everything is in SI units: bytes, parameters, tokens. Chip capacities come from
+:func:`inferlab.specs.chip` (already in bytes).
+
+Used in chapter 'The memory-bandwidth floor'; the batching chapter reuses the
+KV-cache functions.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+from inferlab.specs import ModelSpec
+
+#: Bytes that one parameter (or one cached value) occupies in each number format.
+#: 16-bit formats take 2 bytes, 8-bit formats 1, 4-bit formats half a byte
+#: (packing overheads such as per-group scales are ignored).
+BYTES_PER_PARAM: dict[str, float] = {
+    "fp32": 4,
+    "bf16": 2,
+    "fp16": 2,
+    "fp8": 1,
+    "int8": 1,
+    "int4": 0.5,
+}
+
+#: Share of a chip's memory held back for activations and the runtime. vLLM's
+#: default ``gpu_memory_utilization`` of 0.9 leaves 10 % for them; the book uses the
+#: same figure wherever it says "after activations". It is an assumption, not a law.
+ACTIVATION_RESERVE_FRACTION = 0.10
+
+#: The per-token cache widths of multi-head latent attention (MLA), by model name:
+#: ``(kv_lora_rank, qk_rope_head_dim)``. DeepSeek-V3 caches one 512-wide latent plus
+#: one 64-wide rotary key per layer and token (deepseek-ai/DeepSeek-V3,
+#: ``inference/configs/config_671B.json``). ``data/models.csv`` has no columns for
+#: them, so they live here.
+MLA_CACHE_WIDTHS: dict[str, tuple[int, int]] = {
+    "DeepSeek-V3": (512, 64),
+}
+
+KIB = 2**10
+MIB = 2**20
+GIB = 2**30
+
+
+def _positive(name: str, value: float) -> float:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ValueError(f"{name}: {value!r} is not a number; give a positive number")
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name}: {value!r} is not allowed; give a positive, finite number")
+    return float(value)
+
+
+def _non_negative(name: str, value: float) -> float:
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise ValueError(f"{name}: {value!r} is not a number; give a number >= 0")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name}: {value!r} is not allowed; give a finite number >= 0")
+    return float(value)
+
+
+def _fraction(name: str, value: float) -> float:
+    value = _non_negative(name, value)
+    if value >= 1:
+        raise ValueError(f"{name}: {value!r} is not allowed; give a fraction in [0, 1)")
+    return value
+
+
+def bytes_per_param(precision: str) -> float:
+    """Bytes per parameter (or cached value) in ``precision``.
+
+    ``precision`` is one of the keys of :data:`BYTES_PER_PARAM` (``"fp32"``,
+    ``"bf16"``, ``"fp16"``, ``"fp8"``, ``"int8"``, ``"int4"``), case-insensitive.
+    Raises ``ValueError`` naming the allowed formats otherwise.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    key = precision.lower() if isinstance(precision, str) else precision
+    if key not in BYTES_PER_PARAM:
+        raise ValueError(
+            f"precision: unknown format {precision!r}; allowed: {', '.join(BYTES_PER_PARAM)}"
+        )
+    return float(BYTES_PER_PARAM[key])
+
+
+def weight_bytes(params: float, precision: str) -> float:
+    """Bytes of weights: ``params x bytes_per_param(precision)``.
+
+    A 70-billion-parameter model takes 140 GB at FP16, 70 GB at INT8 and 35 GB
+    at INT4. Mixture-of-experts models must hold every expert, so pass the total
+    parameter count here, not the active one.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    return _positive("params", params) * bytes_per_param(precision)
+
+
+def kv_bytes_per_token(
+    model: ModelSpec,
+    precision: str = "bf16",
+    *,
+    kv_heads: int | None = None,
+) -> float:
+    """Bytes of KV cache one token adds (and each decode step reads back), over all layers.
+
+    Formula, for multi-head and grouped-query attention (``attention`` ``"mha"``
+    or ``"gqa"``)::
+
+        2 (K and V) x layers x kv_heads x head_dim x bytes_per_param(precision)
+
+    Llama 2 70B (80 layers, 8 KV heads of 128) at BF16: 327,680 bytes = 320 KiB.
+    Pass ``kv_heads=model.attention_heads`` to see what the cache would be without
+    grouped-query attention (2,560 KiB for Llama 2 70B).
+
+    For multi-head latent attention (``"mla"``, DeepSeek-V2/V3) each layer caches
+    one compressed latent and one rotary key instead of per-head keys and values::
+
+        layers x (kv_lora_rank + qk_rope_head_dim) x bytes_per_param(precision)
+
+    with the widths from :data:`MLA_CACHE_WIDTHS` (DeepSeek-V3: 61 x 576 x 2 =
+    70,272 bytes at BF16; DeepSeek-V2 paper, arXiv 2405.04434). An MLA model not in
+    that table raises ``ValueError``.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    per_value = bytes_per_param(precision)
+    if model.attention == "mla":
+        if kv_heads is not None:
+            raise ValueError(
+                f"kv_heads: {kv_heads!r} has no meaning for {model.name}, which uses "
+                "multi-head latent attention; leave it as None"
+            )
+        if model.name not in MLA_CACHE_WIDTHS:
+            raise ValueError(
+                f"model: {model.name!r} uses multi-head latent attention and its cache widths "
+                f"are unknown; known MLA models: {', '.join(MLA_CACHE_WIDTHS)}"
+            )
+        rank, rope = MLA_CACHE_WIDTHS[model.name]
+        return float(model.layers * (rank + rope) * per_value)
+    if model.attention not in ("mha", "gqa"):
+        raise ValueError(
+            f"model: attention {model.attention!r} of {model.name!r} is not one of mha, gqa, mla"
+        )
+    heads = model.kv_heads if kv_heads is None else kv_heads
+    if not isinstance(heads, numbers.Integral) or isinstance(heads, bool) or heads < 1:
+        raise ValueError(f"kv_heads: {heads!r} is not allowed; give a whole number >= 1")
+    return float(2 * model.layers * heads * model.head_dim * per_value)
+
+
+def kv_cache_bytes(kv_bytes_per_token: float, context_tokens: float, batch: int = 1) -> float:
+    """Bytes of KV cache for ``batch`` requests of ``context_tokens`` each.
+
+    Formula: ``kv_bytes_per_token x context_tokens x batch``. It grows linearly
+    in both, which is why long contexts and large batches compete for the same
+    memory.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    per_token = _non_negative("kv_bytes_per_token", kv_bytes_per_token)
+    context = _non_negative("context_tokens", context_tokens)
+    _check_batch(batch)
+    return per_token * context * batch
+
+
+def _check_batch(batch: int) -> int:
+    if not isinstance(batch, numbers.Integral) or isinstance(batch, bool) or batch < 1:
+        raise ValueError(f"batch: {batch!r} is not allowed; give a whole number >= 1")
+    return int(batch)
+
+
+def usable_bytes(capacity_bytes: float, reserve_fraction: float = 0.0) -> float:
+    """Memory left for weights and KV cache: ``capacity x (1 - reserve_fraction)``.
+
+    Pass :data:`ACTIVATION_RESERVE_FRACTION` for the book's "after activations" figure.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    return _positive("capacity_bytes", capacity_bytes) * (
+        1 - _fraction("reserve_fraction", reserve_fraction)
+    )
+
+
+def largest_model_params(
+    capacity_bytes: float, precision: str, reserve_fraction: float = 0.0
+) -> float:
+    """The most parameters whose weights alone fit: ``usable bytes / bytes_per_param``.
+
+    A weights-only ceiling: H100's 80 GB holds 40 billion parameters at FP16 with
+    nothing left for the KV cache. With ``reserve_fraction`` the working space is
+    held back first.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    return usable_bytes(capacity_bytes, reserve_fraction) / bytes_per_param(precision)
+
+
+def chips_to_hold(
+    total_bytes: float,
+    capacity_bytes_per_chip: float,
+    *,
+    reserve_fraction: float = 0.0,
+    max_chips: int | None = None,
+) -> int:
+    """The fewest chips whose memory together holds ``total_bytes``.
+
+    Formula: ``ceil(total_bytes / (capacity_bytes_per_chip x (1 - reserve_fraction)))``.
+    It assumes the bytes split perfectly across chips, so it is a floor, not a
+    deployment: Groq's 220 MiB per chip needs 303 chips for 70 B parameters at
+    INT8 and 607 at FP16 (ISCA 2022 paper for the 220 MiB).
+
+    ``max_chips``, if given, is the largest system you can build; a model that
+    needs more raises ``ValueError`` saying how many it needs.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    total = _positive("total_bytes", total_bytes)
+    usable = usable_bytes(capacity_bytes_per_chip, reserve_fraction)
+    # Round before ceil so that 140 GB on 70 GB chips is 2, not 3 from float noise.
+    needed = math.ceil(round(total / usable, 9))
+    if max_chips is not None:
+        if (not isinstance(max_chips, numbers.Integral) or isinstance(max_chips, bool)
+                or max_chips < 1):
+            raise ValueError(f"max_chips: {max_chips!r} is not allowed; give a whole number >= 1")
+        if needed > max_chips:
+            raise ValueError(
+                f"total_bytes: {total:.4g} bytes need {needed} chips of "
+                f"{usable:.4g} usable bytes each, more than max_chips={max_chips}"
+            )
+    return needed
+
+
+def kv_tokens_that_fit(
+    capacity_bytes: float,
+    weight_bytes: float,
+    kv_bytes_per_token: float,
+    *,
+    reserve_fraction: float = 0.0,
+) -> int:
+    """How many tokens of KV cache fit beside the weights (summed over all requests).
+
+    Formula: ``floor((capacity x (1 - reserve) - weight_bytes) / kv_bytes_per_token)``;
+    0 if the weights alone do not fit. Any split into batch x context with that
+    product fits: 8 requests of 4,096 tokens take as much as 32 of 1,024.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    free = usable_bytes(capacity_bytes, reserve_fraction) - _positive("weight_bytes", weight_bytes)
+    per_token = _positive("kv_bytes_per_token", kv_bytes_per_token)
+    if free <= 0:
+        return 0
+    return int(math.floor(round(free / per_token, 9)))
+
+
+def max_batch(
+    capacity_bytes: float,
+    weight_bytes: float,
+    kv_bytes_per_token: float,
+    context_tokens: int,
+    *,
+    reserve_fraction: float = 0.0,
+) -> int:
+    """The largest batch of ``context_tokens``-long requests whose KV cache fits beside the weights.
+
+    Formula: ``floor(kv_tokens_that_fit / context_tokens)``; 0 means not even one
+    request fits (or the weights alone do not).
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    context = _positive("context_tokens", context_tokens)
+    tokens = kv_tokens_that_fit(
+        capacity_bytes, weight_bytes, kv_bytes_per_token, reserve_fraction=reserve_fraction
+    )
+    return int(tokens // context)
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """How one chip's (or one group's) memory splits between weights, KV cache and reserve."""
+
+    capacity_bytes: float
+    weight_bytes: float
+    reserve_bytes: float
+    kv_bytes: float
+
+    @property
+    def free_bytes(self) -> float:
+        """What is left after weights, KV cache and reserve (negative if it does not fit)."""
+        return self.capacity_bytes - self.weight_bytes - self.reserve_bytes - self.kv_bytes
+
+    @property
+    def fits(self) -> bool:
+        """Whether everything fits."""
+        return self.free_bytes >= 0
+
+
+def memory_budget(
+    capacity_bytes: float,
+    weight_bytes: float,
+    kv_bytes_per_token: float = 0.0,
+    context_tokens: float = 0,
+    batch: int = 1,
+    *,
+    reserve_fraction: float = 0.0,
+) -> MemoryBudget:
+    """Split ``capacity_bytes`` into weights, KV cache for ``batch x context_tokens`` and reserve.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    capacity = _positive("capacity_bytes", capacity_bytes)
+    reserve = capacity * _fraction("reserve_fraction", reserve_fraction)
+    kv = kv_cache_bytes(kv_bytes_per_token, context_tokens, batch)
+    return MemoryBudget(capacity, _positive("weight_bytes", weight_bytes), reserve, kv)

@@ -1,0 +1,633 @@
+"""A decoder-only transformer in NumPy, with real compute, for measuring inference.
+
+The model has the shape of a modern open-weights LLM (Llama, Mistral, Qwen):
+RMSNorm, rotary position embeddings (RoPE), grouped-query attention (GQA) with
+a KV cache, and a SwiGLU MLP, with the token embedding reused as the output
+head (tied embeddings, as in GPT-2, Gemma and Llama 3.2 1B). Its weights are
+random numbers drawn from a seeded generator: nothing is downloaded, and the
+*speed* of inference does not depend on what the weights say, only on their
+shapes. That is what the engine is for: the chapters "prefill and decode",
+"bandwidth floor" and "batching", and the endpoint lab, time it on the reader's
+own machine and compare the times with the floors the roofline predicts.
+
+Weights and activations are float32. Real deployments store bf16 or fp16
+weights, but NumPy has no fast half-precision matrix multiply (it converts
+float16 element by element instead of calling BLAS, many times slower than
+float32), so float32 is the precision in which a NumPy engine reaches the
+memory bandwidth and FLOP/s of the machine. Every byte count in this module is
+therefore 4 bytes per number; multiply by 0.5 for what a bf16 model would read.
+
+The weight matrices are stored as ``(out_features, in_features)``, the layout of
+PyTorch checkpoints, and applied as ``x @ W.T``. With one token (batch-1 decode)
+NumPy hands this to BLAS as a matrix-vector product (GEMV), which streams the
+weights at the machine's full read bandwidth; measured on a 2-core EPYC with
+OpenBLAS 0.3 it beat the ``(in, out)`` layout by up to 1.5x on narrow matrices.
+Sizes are named in :data:`SIZES`; :func:`estimate` gives the memory and time a
+size needs before anything is allocated, and :class:`Engine` refuses a size that
+would not fit in free memory.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+BYTES_PER_NUMBER = 4  # float32: see the module docstring for why not float16.
+DTYPE = np.float32
+
+# Leave room for the notebook, the plotting library and the OS: a size must fit
+# in this fraction of the memory the kernel reports as available.
+FREE_MEMORY_FRACTION = 0.8
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The shape of the model: what the parameter count and every timing depend on.
+
+    ``heads`` query heads share ``kv_heads`` key/value heads (grouped-query
+    attention; ``kv_heads == heads`` is ordinary multi-head attention, 1 is
+    multi-query attention). Each head has ``model_width // heads`` dimensions.
+    ``mlp_width`` is the SwiGLU hidden width (Llama uses about 2.7 x the model
+    width). Used by the chapters "prefill and decode", "bandwidth floor" and
+    "batching".
+
+    Raises ``ValueError`` naming the argument for sizes below 1, ``heads`` not
+    dividing ``model_width``, ``kv_heads`` not dividing ``heads``, or an odd head
+    width (RoPE rotates pairs of dimensions).
+    """
+
+    layers: int
+    model_width: int
+    heads: int
+    kv_heads: int
+    mlp_width: int
+    vocab_size: int
+    name: str = "custom"
+    rope_base: float = 10_000.0
+    norm_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        for argument in ("layers", "model_width", "heads", "kv_heads", "mlp_width", "vocab_size"):
+            value = getattr(self, argument)
+            if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{argument}: got {value!r}; must be a whole number >= 1")
+        if self.model_width % self.heads:
+            raise ValueError(
+                f"heads: got {self.heads}, which does not divide model_width={self.model_width}; "
+                "heads must divide model_width"
+            )
+        if self.heads % self.kv_heads:
+            raise ValueError(
+                f"kv_heads: got {self.kv_heads}, which does not divide heads={self.heads}; "
+                "kv_heads must divide heads"
+            )
+        if self.head_width % 2:
+            raise ValueError(
+                f"heads: got {self.heads}, giving an odd head width {self.head_width}; "
+                "RoPE needs model_width // heads to be even"
+            )
+        if not self.rope_base > 1:
+            raise ValueError(f"rope_base: got {self.rope_base!r}; must be > 1")
+        if not self.norm_eps > 0:
+            raise ValueError(f"norm_eps: got {self.norm_eps!r}; must be > 0")
+
+    @classmethod
+    def named(cls, name: str) -> EngineConfig:
+        """The size called ``name`` in :data:`SIZES`; ``ValueError`` lists the names."""
+        if name not in SIZES:
+            raise ValueError(f"name: unknown size {name!r}; known: {', '.join(SIZES)}")
+        return SIZES[name]
+
+    @property
+    def head_width(self) -> int:
+        return self.model_width // self.heads
+
+    @property
+    def kv_width(self) -> int:
+        """Width of the keys (and of the values) of one token in one layer."""
+        return self.kv_heads * self.head_width
+
+    @property
+    def layer_matmul_params(self) -> int:
+        """Weights one token multiplies by in one layer: QKV, output, gate/up and down."""
+        d, f = self.model_width, self.mlp_width
+        return d * (d + 2 * self.kv_width) + d * d + 3 * d * f
+
+    @property
+    def params(self) -> int:
+        """Every parameter: tied embedding, layers (with their two RMSNorm gains), final norm."""
+        d = self.model_width
+        return self.vocab_size * d + self.layers * (self.layer_matmul_params + 2 * d) + d
+
+    @property
+    def weight_bytes(self) -> int:
+        """Bytes of all weights in float32; a decode step reads every one of them once."""
+        return self.params * BYTES_PER_NUMBER
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """Bytes one token adds to the KV cache: keys and values, every layer, float32."""
+        return 2 * self.layers * self.kv_width * BYTES_PER_NUMBER
+
+
+# Width and depth are chosen so each layer's weights are tens of MiB: a decode
+# step then spends its time streaming weights, not in the ~40 NumPy calls of
+# Python overhead per layer (a few microseconds each), which a many-thin-layers
+# model at the same size would pay 4-8x as often.
+SIZES: dict[str, EngineConfig] = {
+    # Seconds-fast: for tests and for checking that code runs.
+    "tiny": EngineConfig(
+        layers=2, model_width=64, heads=4, kv_heads=2, mlp_width=176, vocab_size=512,
+        name="tiny",
+    ),
+    # The chapters' default: 239 MiB of weights, 7x a 32 MiB last-level cache,
+    # so decode is bound by DRAM, yet a timing cell takes a few seconds.
+    "small": EngineConfig(
+        layers=4, model_width=1024, heads=16, kv_heads=4, mlp_width=2816, vocab_size=16384,
+        name="small",
+    ),
+    # About 1 GiB: for readers with a large cache or time to spare.
+    "medium": EngineConfig(
+        layers=6, model_width=2048, heads=16, kv_heads=4, mlp_width=5632, vocab_size=32000,
+        name="medium",
+    ),
+    # About 4 GiB, the size of a 1B-parameter model in float32 (Llama 3.2 1B's shape).
+    "large": EngineConfig(
+        layers=16, model_width=2048, heads=32, kv_heads=8, mlp_width=8192, vocab_size=128256,
+        name="large",
+    ),
+}
+
+DEFAULT_SIZE = "small"
+
+
+def available_memory_bytes() -> tuple[int, str]:
+    """Memory the OS can give this process without swapping, and where the number came from.
+
+    Linux: ``MemAvailable`` from ``/proc/meminfo`` (the kernel's own estimate,
+    which counts reclaimable page cache). Elsewhere, or if that line is missing:
+    free physical pages from ``os.sysconf``; failing that, half the physical
+    memory, an assumption stated in the returned source.
+    """
+    meminfo = Path("/proc/meminfo")
+    if meminfo.is_file():
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024, "MemAvailable in /proc/meminfo"
+    page_bytes = os.sysconf("SC_PAGE_SIZE")
+    if "SC_AVPHYS_PAGES" in os.sysconf_names:
+        return os.sysconf("SC_AVPHYS_PAGES") * page_bytes, "free pages from os.sysconf"
+    return (
+        os.sysconf("SC_PHYS_PAGES") * page_bytes // 2,
+        "assumed half of physical memory (no free-memory figure on this OS)",
+    )
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What a size will cost, worked out from its shape before anything is allocated.
+
+    ``memory_bytes`` is weights + a KV cache of ``batch`` x ``context_tokens``
+    + the largest prefill activations (attention scores dominate). The times are
+    floors: weight and KV bytes over ``bandwidth_bytes_per_s`` for one decode
+    step, and :func:`prefill_flop` over ``flop_per_s`` for a batch-1 prefill of
+    ``context_tokens``. ``init_s`` assumes the generator draws ~2e8 float32
+    normal numbers a second (measured: 2.4e8/s on a 2-core EPYC with NumPy 2.4).
+    """
+
+    config: EngineConfig
+    batch: int
+    context_tokens: int
+    params: int
+    weight_bytes: int
+    kv_bytes_per_token: int
+    memory_bytes: int
+    init_s: float
+    bandwidth_bytes_per_s: float
+    decode_step_s: float
+    flop_per_s: float
+    prefill_s: float
+
+    def describe(self) -> str:
+        """One line for a chapter to show before it builds the model."""
+        gib = 2**30
+        return (
+            f"{self.config.name}: {self.params / 1e6:.1f} M parameters, "
+            f"{self.weight_bytes / gib:.2f} GiB of float32 weights, "
+            f"{self.memory_bytes / gib:.2f} GiB in all at batch {self.batch} x "
+            f"{self.context_tokens} tokens; about {self.init_s:.1f} s to build, "
+            f"decode step >= {self.decode_step_s * 1e3:.1f} ms at "
+            f"{self.bandwidth_bytes_per_s / 1e9:.0f} GB/s, "
+            f"prefill of {self.context_tokens} tokens >= {self.prefill_s:.2f} s at "
+            f"{self.flop_per_s / 1e9:.0f} GFLOP/s"
+        )
+
+
+# Only for the "time to build" line of an estimate: the draw rate of
+# Generator.standard_normal(dtype=float32), measured on the book's 2-core machine.
+_NORMALS_PER_S = 2e8
+
+
+def prefill_flop(config: EngineConfig, prompt_tokens: int, batch: int = 1) -> float:
+    """FLOPs of the weight matrix multiplies in a prefill: the compute floor of TTFT.
+
+    ``2 x layer_matmul_params x tokens`` (a multiply and an add per weight per
+    token) for the layers, plus ``2 x vocab x width`` per sequence for the output
+    head, which a prefill applies to the last position only. Attention scores
+    (about ``4 x tokens^2 x width`` per layer) are left out, so this is a lower
+    bound on the work. Used by "prefill and decode".
+    """
+    _check_count("prompt_tokens", prompt_tokens)
+    _check_count("batch", batch)
+    tokens = batch * prompt_tokens
+    return 2.0 * config.layers * config.layer_matmul_params * tokens + (
+        2.0 * config.vocab_size * config.model_width * batch
+    )
+
+
+def decode_bytes(config: EngineConfig, batch: int, context_tokens: int) -> int:
+    """Bytes one decode step must read: all weights once, plus every sequence's KV cache.
+
+    ``weight_bytes + batch x context_tokens x kv_bytes_per_token``: the weights
+    are shared by the batch, the cache is not. The numerator of the bandwidth
+    floor (chapter "bandwidth floor").
+    """
+    _check_count("batch", batch)
+    if context_tokens < 0:
+        raise ValueError(f"context_tokens: got {context_tokens}; must be >= 0")
+    return config.weight_bytes + batch * context_tokens * config.kv_bytes_per_token
+
+
+def estimate(
+    config: EngineConfig,
+    bandwidth_bytes_per_s: float,
+    flop_per_s: float,
+    batch: int = 1,
+    context_tokens: int = 512,
+) -> Estimate:
+    """Memory and time floors of ``config``, from its shape alone (nothing is allocated).
+
+    Pass the bandwidth and FLOP/s measured by :mod:`inferlab.machine`; the times
+    are ``decode_bytes / bandwidth`` and ``prefill_flop / flop_per_s``. Used
+    before building a model in "prefill and decode" and "batching".
+    """
+    _check_count("batch", batch)
+    _check_count("context_tokens", context_tokens)
+    for argument, value in (("bandwidth_bytes_per_s", bandwidth_bytes_per_s),
+                            ("flop_per_s", flop_per_s)):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{argument}: got {value!r}; must be a positive finite number")
+    kv_cache = batch * context_tokens * config.kv_bytes_per_token
+    # A prefill holds one batch element's scores (heads x tokens x tokens) at a
+    # time next to the gate/up activations and the residual stream of the batch.
+    activations = BYTES_PER_NUMBER * (
+        2 * config.heads * context_tokens**2
+        + batch * context_tokens * (3 * config.model_width + 2 * config.mlp_width)
+    )
+    return Estimate(
+        config=config,
+        batch=batch,
+        context_tokens=context_tokens,
+        params=config.params,
+        weight_bytes=config.weight_bytes,
+        kv_bytes_per_token=config.kv_bytes_per_token,
+        memory_bytes=config.weight_bytes + kv_cache + activations,
+        init_s=config.params / _NORMALS_PER_S,
+        bandwidth_bytes_per_s=bandwidth_bytes_per_s,
+        decode_step_s=decode_bytes(config, batch, context_tokens) / bandwidth_bytes_per_s,
+        flop_per_s=flop_per_s,
+        prefill_s=prefill_flop(config, context_tokens) / flop_per_s,
+    )
+
+
+def check_fits(memory_bytes: int, available: tuple[int, str] | None = None) -> None:
+    """Raise ``ValueError`` if ``memory_bytes`` exceeds 80% of the available memory.
+
+    ``available`` is ``(bytes, source)`` as :func:`available_memory_bytes`
+    returns it (the default); the message gives the estimate, the limit and the
+    source so the reader can pick a smaller size or free memory.
+    """
+    available_bytes, source = available if available is not None else available_memory_bytes()
+    limit = int(FREE_MEMORY_FRACTION * available_bytes)
+    if memory_bytes > limit:
+        gib = 2**30
+        raise ValueError(
+            f"size: needs an estimated {memory_bytes / gib:.2f} GiB "
+            f"({memory_bytes} bytes), over the limit of {limit / gib:.2f} GiB "
+            f"({limit} bytes = {FREE_MEMORY_FRACTION:.0%} of {available_bytes / gib:.2f} GiB, "
+            f"{source}); choose a smaller size"
+        )
+
+
+def _check_count(argument: str, value: int) -> None:
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"{argument}: got {value!r}; must be a whole number >= 1")
+
+
+class KVCache:
+    """Keys and values of every token seen so far, per layer, preallocated to ``capacity``.
+
+    ``keys[layer]`` and ``values[layer]`` have shape ``(batch, kv_heads,
+    capacity, head_width)``; positions ``0 .. length-1`` are filled. A cache is
+    state that each forward pass appends to, so it is a mutable object rather
+    than a frozen dataclass: writing new tokens in place into preallocated
+    arrays keeps a decode step's cost to reading the cache, where growing it with
+    ``np.concatenate`` would also copy all of it every step.
+    """
+
+    def __init__(self, config: EngineConfig, batch: int, capacity: int) -> None:
+        _check_count("batch", batch)
+        _check_count("capacity", capacity)
+        shape = (batch, config.kv_heads, capacity, config.head_width)
+        self.keys = [np.zeros(shape, DTYPE) for _ in range(config.layers)]
+        self.values = [np.zeros(shape, DTYPE) for _ in range(config.layers)]
+        self.batch = batch
+        self.capacity = capacity
+        self.length = 0
+
+    def truncate(self, length: int) -> None:
+        """Forget every position from ``length`` on (to time the same step again)."""
+        if not 0 <= length <= self.length:
+            raise ValueError(f"length: got {length}; must be between 0 and {self.length}")
+        self.length = length
+
+    def fill_random(self, length: int, rng: np.random.Generator) -> None:
+        """Fill positions ``0 .. length-1`` with random keys and values, for timing only.
+
+        The cost of a decode step depends on how many positions the cache
+        holds, not on their contents, so this stands in for prefilling a long
+        context at a fraction of the time (chapter "batching").
+        """
+        if not 0 <= length <= self.capacity:
+            raise ValueError(f"length: got {length}; must be between 0 and {self.capacity}")
+        for keys, values in zip(self.keys, self.values, strict=True):
+            keys[:, :, :length] = rng.standard_normal(keys[:, :, :length].shape, dtype=DTYPE)
+            values[:, :, :length] = rng.standard_normal(values[:, :, :length].shape, dtype=DTYPE)
+        self.length = length
+
+    @property
+    def nbytes(self) -> int:
+        return sum(array.nbytes for array in self.keys + self.values)
+
+
+@dataclass(frozen=True)
+class LayerWeights:
+    """One transformer block. Matrices are ``(out_features, in_features)``.
+
+    Q, K and V are one matrix, and so are the MLP's gate and up projections:
+    one matrix multiply instead of three (or two) reads the same bytes with
+    fewer calls, which matters at batch-1 decode where each call is short.
+    """
+
+    attention_norm: np.ndarray  # (width,)
+    qkv: np.ndarray  # (width + 2 * kv_width, width)
+    attention_out: np.ndarray  # (width, width)
+    mlp_norm: np.ndarray  # (width,)
+    gate_up: np.ndarray  # (2 * mlp_width, width)
+    down: np.ndarray  # (width, mlp_width)
+
+
+def rms_norm(x: np.ndarray, gain: np.ndarray, eps: float) -> np.ndarray:
+    """``x / sqrt(mean(x^2) + eps) * gain`` over the last axis (Zhang & Sennrich, 2019)."""
+    mean_square = np.mean(np.square(x), axis=-1, keepdims=True)
+    return x * (gain / np.sqrt(mean_square + eps))
+
+
+def rotary_angles(
+    positions: np.ndarray, head_width: int, base: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Cosine and sine of ``position x base^(-2i/head_width)``, ``(tokens, head_width/2)`` each.
+
+    Computed once per forward pass and shared by every layer's queries and keys.
+    """
+    half = head_width // 2
+    inverse_frequency = base ** (-np.arange(half, dtype=np.float64) / half)
+    angles = np.outer(positions, inverse_frequency)
+    return np.cos(angles).astype(DTYPE), np.sin(angles).astype(DTYPE)
+
+
+def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
+    """Rotate pairs of dimensions of ``x`` ``(batch, heads, tokens, head_width)`` by position.
+
+    ``cos`` and ``sin`` come from :func:`rotary_angles` for the tokens'
+    absolute positions. Keys are rotated before they enter the cache, so a
+    cached key carries its own position and decoding with the cache equals
+    recomputing the whole sequence (Su et al., 2021, "RoFormer"; the half-split
+    pairing of GPT-NeoX and Llama).
+    """
+    half = x.shape[-1] // 2
+    first, second = x[..., :half], x[..., half:]
+    return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
+
+
+def silu(x: np.ndarray) -> np.ndarray:
+    """``x * sigmoid(x)``, the gate nonlinearity of SwiGLU (Shazeer, 2020)."""
+    return x / (1.0 + np.exp(-x))
+
+
+def softmax(x: np.ndarray) -> np.ndarray:
+    """Softmax over the last axis, shifted by the maximum so ``exp`` cannot overflow."""
+    shifted = np.exp(x - x.max(axis=-1, keepdims=True))
+    return shifted / shifted.sum(axis=-1, keepdims=True)
+
+
+class Engine:
+    """The model: seeded random weights, a forward pass with a KV cache, greedy decoding.
+
+    ``Engine(config, seed)`` first works out the memory the size needs and
+    refuses it with ``ValueError`` if it would not fit (see :func:`check_fits`);
+    ``show`` (``print`` by default, ``None`` for silence) receives the
+    :class:`Estimate` line before the weights are drawn. Chapters "prefill and
+    decode", "bandwidth floor" and "batching".
+    """
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        seed: int = 0,
+        *,
+        bandwidth_bytes_per_s: float = 50e9,
+        flop_per_s: float = 200e9,
+        show: Callable[[str], object] | None = print,
+        available: tuple[int, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.estimate = estimate(config, bandwidth_bytes_per_s, flop_per_s)
+        check_fits(self.estimate.memory_bytes, available)
+        if show is not None:
+            show(self.estimate.describe())
+        rng = np.random.default_rng(seed)
+        d, f = config.model_width, config.mlp_width
+
+        def matrix(rows: int, columns: int) -> np.ndarray:
+            # Scaled by 1/sqrt(fan-in) so activations stay of order one through
+            # the layers and the logits are not all ties.
+            weights = rng.standard_normal((rows, columns), dtype=DTYPE)
+            weights *= DTYPE(1.0 / math.sqrt(columns))
+            return weights
+
+        self.embedding = matrix(config.vocab_size, d)
+        self.layers = [
+            LayerWeights(
+                attention_norm=np.ones(d, DTYPE),
+                qkv=matrix(d + 2 * config.kv_width, d),
+                attention_out=matrix(d, d),
+                mlp_norm=np.ones(d, DTYPE),
+                gate_up=matrix(2 * f, d),
+                down=matrix(d, f),
+            )
+            for _ in range(config.layers)
+        ]
+        self.final_norm = np.ones(d, DTYPE)
+
+    @property
+    def params(self) -> int:
+        """Parameters actually allocated (equals ``config.params``)."""
+        arrays = [self.embedding, self.final_norm]
+        for layer in self.layers:
+            arrays += [layer.attention_norm, layer.qkv, layer.attention_out,
+                       layer.mlp_norm, layer.gate_up, layer.down]
+        return sum(array.size for array in arrays)
+
+    @property
+    def weight_bytes(self) -> int:
+        return self.params * BYTES_PER_NUMBER
+
+    def new_cache(self, batch: int, capacity: int) -> KVCache:
+        """An empty KV cache for ``batch`` sequences of up to ``capacity`` tokens."""
+        return KVCache(self.config, batch, capacity)
+
+    def forward(self, tokens: np.ndarray, cache: KVCache, all_logits: bool = False) -> np.ndarray:
+        """Run ``tokens`` ``(batch, new_tokens)`` through the model, appending to ``cache``.
+
+        Prefill and decode are the same computation: a prefill passes the whole
+        prompt (many tokens per sequence, matrix-matrix products), a decode step
+        one token per sequence (matrix-vector products at batch 1). Returns the
+        logits of the last position, ``(batch, vocab)``, or of every new
+        position, ``(batch, new_tokens, vocab)``, if ``all_logits``.
+        """
+        config = self.config
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 2 or tokens.shape[1] < 1:
+            raise ValueError(
+                f"tokens: got shape {tokens.shape}; "
+                "must be (batch, new_tokens) with new_tokens >= 1"
+            )
+        batch, new = tokens.shape
+        if batch != cache.batch:
+            raise ValueError(f"tokens: batch {batch} does not match the cache's {cache.batch}")
+        if cache.length + new > cache.capacity:
+            raise ValueError(
+                f"tokens: {new} new tokens after {cache.length} would exceed the cache "
+                f"capacity of {cache.capacity}"
+            )
+        if tokens.min() < 0 or tokens.max() >= config.vocab_size:
+            raise ValueError(f"tokens: ids must be in 0..{config.vocab_size - 1}")
+        start, end = cache.length, cache.length + new
+        positions = np.arange(start, end)
+        cos, sin = rotary_angles(positions, config.head_width, config.rope_base)
+        heads, kv_heads, head_width = config.heads, config.kv_heads, config.head_width
+        group = heads // kv_heads
+        d = config.model_width
+
+        # A new token at position start + i sees cache positions 0 .. start + i.
+        causal = np.arange(end)[None, :] <= positions[:, None]
+        mask = np.where(causal, 0.0, -np.inf).astype(DTYPE)
+
+        x = self.embedding[tokens].reshape(batch * new, d)
+        for index, layer in enumerate(self.layers):
+            h = rms_norm(x, layer.attention_norm, config.norm_eps)
+            qkv = h @ layer.qkv.T
+            q = qkv[:, :d].reshape(batch, new, heads, head_width).transpose(0, 2, 1, 3)
+            k = qkv[:, d : d + config.kv_width]
+            v = qkv[:, d + config.kv_width :]
+            k = k.reshape(batch, new, kv_heads, head_width).transpose(0, 2, 1, 3)
+            v = v.reshape(batch, new, kv_heads, head_width).transpose(0, 2, 1, 3)
+            q = rope(q, cos, sin)
+            keys, values = cache.keys[index], cache.values[index]
+            keys[:, :, start:end] = rope(k, cos, sin)
+            values[:, :, start:end] = v
+
+            # Grouped-query attention: the `group` query heads that share a KV
+            # head are stacked as rows of one matrix, so each cached key and
+            # value is read once per KV head, not once per query head.
+            q = q.reshape(batch, kv_heads, group * new, head_width)
+            scores = q @ keys[:, :, :end].transpose(0, 1, 3, 2)
+            scores *= DTYPE(1.0 / math.sqrt(head_width))
+            scores = scores.reshape(batch, kv_heads, group, new, end) + mask
+            weights = softmax(scores).reshape(batch, kv_heads, group * new, end)
+            attended = weights @ values[:, :, :end]
+            attended = attended.reshape(batch, heads, new, head_width).transpose(0, 2, 1, 3)
+            x = x + attended.reshape(batch * new, d) @ layer.attention_out.T
+
+            h = rms_norm(x, layer.mlp_norm, config.norm_eps)
+            gate_up = h @ layer.gate_up.T
+            gate, up = gate_up[:, : config.mlp_width], gate_up[:, config.mlp_width :]
+            x = x + (silu(gate) * up) @ layer.down.T
+        cache.length = end
+
+        x = x.reshape(batch, new, d)
+        if not all_logits:
+            x = x[:, -1]
+        # Tied embeddings: the output head is the embedding matrix itself.
+        return rms_norm(x, self.final_norm, config.norm_eps) @ self.embedding.T
+
+    def prefill(
+        self, prompts: np.ndarray, capacity: int | None = None
+    ) -> tuple[np.ndarray, KVCache]:
+        """Process equal-length ``prompts`` ``(batch, prompt_tokens)`` in one pass.
+
+        Returns the logits of the last prompt position, from which the first
+        output token is sampled (so its time is the time to first token, TTFT),
+        and the filled cache, with room for ``capacity`` tokens in all
+        (the prompt length by default).
+        """
+        prompts = np.asarray(prompts)
+        if prompts.ndim != 2:
+            raise ValueError(f"prompts: got shape {prompts.shape}; must be (batch, prompt_tokens)")
+        cache = self.new_cache(prompts.shape[0], capacity or prompts.shape[1])
+        return self.forward(prompts, cache), cache
+
+    def decode_step(self, tokens: np.ndarray, cache: KVCache) -> np.ndarray:
+        """One decode step: one new token per sequence, ``(batch,)``; returns ``(batch, vocab)``."""
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 1:
+            raise ValueError(f"tokens: got shape {tokens.shape}; must be (batch,)")
+        return self.forward(tokens[:, None], cache)
+
+    def generate(self, prompts: np.ndarray, new_tokens: int) -> np.ndarray:
+        """Greedy decoding: prefill, then ``new_tokens - 1`` decode steps; ``(batch, new_tokens)``.
+
+        Greedy sampling takes the most likely token at each step, so the output
+        is deterministic, which is what the equivalence tests need.
+        """
+        _check_count("new_tokens", new_tokens)
+        prompts = np.asarray(prompts)
+        if prompts.ndim != 2:
+            raise ValueError(f"prompts: got shape {prompts.shape}; must be (batch, prompt_tokens)")
+        logits, cache = self.prefill(prompts, capacity=prompts.shape[1] + new_tokens)
+        output = [greedy(logits)]
+        for _ in range(new_tokens - 1):
+            output.append(greedy(self.decode_step(output[-1], cache)))
+        return np.stack(output, axis=1)
+
+    def logits_without_cache(self, tokens: np.ndarray) -> np.ndarray:
+        """Logits of every position, recomputing the whole sequence from scratch.
+
+        What decoding would cost with no KV cache; the tests check the cached
+        path against it.
+        """
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 2:
+            raise ValueError(f"tokens: got shape {tokens.shape}; must be (batch, tokens)")
+        return self.forward(tokens, self.new_cache(*tokens.shape), all_logits=True)
+
+
+def greedy(logits: np.ndarray) -> np.ndarray:
+    """The most likely token of each row of ``logits`` (``(batch, vocab)`` -> ``(batch,)``)."""
+    return np.argmax(logits, axis=-1)

@@ -1,0 +1,137 @@
+"""Tensor parallelism: the decode floor of a model split across chips, with its all-reduces.
+
+Tensor parallelism (Megatron-LM, Shoeybi et al. 2019) splits every weight matrix
+of a layer across ``tp`` chips. Each chip then reads ``1/tp`` of the weights and of
+the KV cache per step, so the bandwidth floor falls as ``1/tp``. The price is
+communication: after the attention block and after the MLP block the chips' partial
+results must be summed, two all-reduces per layer per step.
+
+The model here (its assumptions are stated so you can argue with them):
+
+- memory time: ``(weight_bytes + kv_bytes) / (tp x bandwidth per chip)``, a perfect split;
+- all-reduce time, the standard ring cost model (Thakur, Rabenseifner and Gropp,
+  2005): ``2 (tp - 1) x hop_latency_s + 2 (tp - 1) / tp x message_bytes / link_bytes_per_s``,
+  where the message is ``batch x hidden_size x activation_bytes``;
+- ``allreduces_per_layer`` (2) all-reduces per layer, one after the other; no overlap
+  of communication with memory reads, so the step is their sum.
+
+``link_bytes_per_s`` is the chip's quoted interconnect figure from
+``data/hardware.csv`` (NVLink 4: 900 GB/s per H100; NeuronLink-v2: 192 GB/s per
+Inferentia2). NVLink's 900 is a bidirectional total; using it as the all-reduce rate
+is optimistic, so the modelled communication is a lower bound too.
+
+Used in chapter 'The memory-bandwidth floor'.
+"""
+
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+from inferlab.capacity import _check_batch, _non_negative, _positive
+
+
+def _check_tp(tp: int) -> int:
+    if not isinstance(tp, numbers.Integral) or isinstance(tp, bool) or tp < 1:
+        raise ValueError(f"tp: {tp!r} is not allowed; give a whole number of chips >= 1")
+    return int(tp)
+
+
+def ring_allreduce_s(
+    message_bytes: float, chips: int, link_bytes_per_s: float, hop_latency_s: float = 0.0
+) -> float:
+    """Time of one ring all-reduce of ``message_bytes`` over ``chips`` chips.
+
+    Formula (Thakur, Rabenseifner and Gropp, IJHPCA 2005)::
+
+        2 (p - 1) x hop_latency_s + 2 (p - 1) / p x message_bytes / link_bytes_per_s
+
+    Zero for one chip. Each chip sends and receives ``2 (p - 1) / p`` of the message,
+    in ``2 (p - 1)`` steps that each pay one hop's latency.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    message = _non_negative("message_bytes", message_bytes)
+    p = _check_tp(chips)
+    link = _positive("link_bytes_per_s", link_bytes_per_s)
+    latency = _non_negative("hop_latency_s", hop_latency_s)
+    if p == 1:
+        return 0.0
+    return 2 * (p - 1) * latency + 2 * (p - 1) / p * message / link
+
+
+@dataclass(frozen=True)
+class TensorParallelStep:
+    """One decode step split over ``tp`` chips: memory time, communication time, their sum."""
+
+    tp: int
+    memory_s: float
+    allreduce_s: float
+    allreduces: int
+
+    @property
+    def step_s(self) -> float:
+        """Modelled time of the step: memory floor plus all-reduces (no overlap)."""
+        return self.memory_s + self.allreduce_s
+
+    @property
+    def per_user_tok_s(self) -> float:
+        """Ceiling in tokens per second per user at this split."""
+        return 1.0 / self.step_s
+
+
+def tensor_parallel_step(
+    weight_bytes: float,
+    bandwidth_bytes_per_s: float,
+    tp: int,
+    *,
+    layers: int,
+    hidden_size: int,
+    link_bytes_per_s: float,
+    kv_bytes_per_token: float = 0.0,
+    context_tokens: float = 0,
+    batch: int = 1,
+    activation_bytes: float = 2.0,
+    allreduces_per_layer: int = 2,
+    hop_latency_s: float = 0.0,
+) -> TensorParallelStep:
+    """The modelled decode step of a model split ``tp`` ways (see the module docstring).
+
+    Formula::
+
+        memory_s    = (weight_bytes + batch x context_tokens x kv_bytes_per_token)
+                      / (tp x bandwidth_bytes_per_s)
+        allreduce_s = layers x allreduces_per_layer
+                      x ring_allreduce_s(batch x hidden_size x activation_bytes, tp, ...)
+        step_s      = memory_s + allreduce_s
+
+    ``bandwidth_bytes_per_s`` is one chip's memory bandwidth. Whether the weights
+    fit on ``tp`` chips is not checked here: use :func:`inferlab.capacity.chips_to_hold`.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    tp = _check_tp(tp)
+    weights = _positive("weight_bytes", weight_bytes)
+    bandwidth = _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    batch = _check_batch(batch)
+    kv = _non_negative("kv_bytes_per_token", kv_bytes_per_token) * _non_negative(
+        "context_tokens", context_tokens
+    ) * batch
+    for name, value in (("layers", layers), ("hidden_size", hidden_size),
+                        ("allreduces_per_layer", allreduces_per_layer)):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
+            raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= 0")
+    message = batch * hidden_size * _positive("activation_bytes", activation_bytes)
+    count = int(layers) * int(allreduces_per_layer)
+    one = ring_allreduce_s(message, tp, link_bytes_per_s, hop_latency_s)
+    return TensorParallelStep(tp, (weights + kv) / (tp * bandwidth), count * one, count)
+
+
+def tensor_parallel_speedup(step_1: TensorParallelStep, step_tp: TensorParallelStep) -> float:
+    """How many times faster the ``tp``-way step is than the one-chip step.
+
+    With no communication it is ``tp``; all-reduces pull it below.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    return step_1.step_s / step_tp.step_s

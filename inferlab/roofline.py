@@ -1,0 +1,588 @@
+"""The memory-bandwidth floor and the roofline.
+
+Two ideas, one module:
+
+- **The floor.** One decode step must read every weight and the KV cache of every
+  request in the batch. No step can be faster than those bytes divided by the
+  memory bandwidth, so ``1 / floor`` is a ceiling on each user's tokens per second.
+- **The roofline** (Williams, Waterman and Patterson, CACM 2009). A kernel that
+  does ``F`` FLOPs while moving ``B`` bytes has arithmetic intensity ``I = F / B``
+  and can run at most at ``min(peak FLOP/s, I x bandwidth)``. The ridge point
+  ``peak / bandwidth`` separates memory-bound work (left) from compute-bound work
+  (right). Pope et al. (MLSys 2023) place transformer prefill right of it and
+  decode far left.
+
+SI units throughout: bytes, seconds, FLOP, bytes per second, FLOP per second.
+The two explorers of the chapter are built at the bottom of the module.
+
+Used in chapter 'The memory-bandwidth floor'; the batching chapter reuses the
+floor functions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.ticker import NullLocator
+
+from inferlab import specs
+from inferlab.capacity import (
+    BYTES_PER_PARAM,
+    KIB,
+    _check_batch,
+    _non_negative,
+    _positive,
+    bytes_per_param,
+    kv_bytes_per_token,
+    weight_bytes,
+)
+from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
+from inferlab.widgets import Explorer, register
+
+GB = 1e9
+TB = 1e12
+
+
+# --------------------------------------------------------------------------------------
+# The floor
+# --------------------------------------------------------------------------------------
+
+
+def floor_s(bytes_read: float, bandwidth_bytes_per_s: float) -> float:
+    """The least time to read ``bytes_read`` at ``bandwidth_bytes_per_s``: their ratio.
+
+    It assumes the memory runs at its peak rate the whole time and that nothing
+    else (compute, synchronisation, kernel launches) adds time, so a real step is
+    slower. 140 GB at H100's 3.35 TB/s: 41.8 ms.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    return _non_negative("bytes_read", bytes_read) / _positive(
+        "bandwidth_bytes_per_s", bandwidth_bytes_per_s
+    )
+
+
+def ceiling_tok_s(step_s: float) -> float:
+    """Tokens per second per user at one token per step: ``1 / step_s``.
+
+    Applied to a floor, it is the ceiling: no user of that chip can see more.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    return 1.0 / _positive("step_s", step_s)
+
+
+@dataclass(frozen=True)
+class DecodeFloor:
+    """The bytes one decode step reads, and the least time that takes.
+
+    ``weight_bytes`` is read once per step whatever the batch; ``kv_bytes`` is
+    the KV cache of every request in the batch, read in full at every step.
+    """
+
+    weight_bytes: float
+    kv_bytes: float
+    bandwidth_bytes_per_s: float
+    batch: int
+
+    @property
+    def bytes_read(self) -> float:
+        """Weights plus KV cache."""
+        return self.weight_bytes + self.kv_bytes
+
+    @property
+    def weight_s(self) -> float:
+        """The part of the floor spent reading weights."""
+        return self.weight_bytes / self.bandwidth_bytes_per_s
+
+    @property
+    def kv_s(self) -> float:
+        """The part of the floor spent reading the KV cache."""
+        return self.kv_bytes / self.bandwidth_bytes_per_s
+
+    @property
+    def step_s(self) -> float:
+        """The floor: least time of one decode step, in seconds."""
+        return self.bytes_read / self.bandwidth_bytes_per_s
+
+    @property
+    def per_user_tok_s(self) -> float:
+        """The ceiling: most tokens per second any one user of the batch can see."""
+        return 1.0 / self.step_s
+
+    @property
+    def aggregate_tok_s(self) -> float:
+        """The most tokens per second summed over the batch (memory-bound regime only)."""
+        return self.batch / self.step_s
+
+
+def decode_floor(
+    weight_bytes: float,
+    bandwidth_bytes_per_s: float,
+    *,
+    kv_bytes_per_token: float = 0.0,
+    context_tokens: float = 0,
+    batch: int = 1,
+) -> DecodeFloor:
+    """The memory-bandwidth floor of one decode step.
+
+    Formula::
+
+        step_s >= (weight_bytes + batch x context_tokens x kv_bytes_per_token)
+                  / bandwidth_bytes_per_s
+
+    Assumptions: every weight is read once per step (dense models; for a
+    mixture of experts pass the bytes of the experts actually read), every
+    request's whole KV cache is read once per step, and memory runs at its peak.
+    Compute time and overlap are ignored, so real steps are slower. Source: the
+    argument of Pope et al. (MLSys 2023), section 2.
+
+    Pass ``bandwidth_bytes_per_s`` summed over chips for a model split across
+    several (an ideal split; :mod:`inferlab.parallel` adds the communication).
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    weights = _positive("weight_bytes", weight_bytes)
+    bandwidth = _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    per_token = _non_negative("kv_bytes_per_token", kv_bytes_per_token)
+    context = _non_negative("context_tokens", context_tokens)
+    batch = _check_batch(batch)
+    return DecodeFloor(weights, per_token * context * batch, bandwidth, batch)
+
+
+def model_decode_floor(
+    model: specs.ModelSpec,
+    precision: str,
+    bandwidth_bytes_per_s: float,
+    *,
+    context_tokens: float = 0,
+    batch: int = 1,
+    kv_precision: str | None = None,
+    use_active_params: bool = True,
+) -> DecodeFloor:
+    """:func:`decode_floor` for a model of ``data/models.csv`` at ``precision``.
+
+    Weights are ``params_active`` (the experts a token uses; equal to the total
+    for dense models) unless ``use_active_params`` is false. The KV cache is
+    stored at ``kv_precision`` (default: the weights' precision, except 4-bit
+    weights, whose cache is kept at 8 bits).
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    params = model.params_active if use_active_params else model.params_total
+    if kv_precision is None:
+        kv_precision = "int8" if bytes_per_param(precision) < 1 else precision
+    return decode_floor(
+        weight_bytes(params, precision),
+        bandwidth_bytes_per_s,
+        kv_bytes_per_token=kv_bytes_per_token(model, kv_precision),
+        context_tokens=context_tokens,
+        batch=batch,
+    )
+
+
+# --------------------------------------------------------------------------------------
+# The roofline
+# --------------------------------------------------------------------------------------
+
+
+def ridge_point_flop_per_byte(peak_flop_per_s: float, bandwidth_bytes_per_s: float) -> float:
+    """The ridge point: ``peak_flop_per_s / bandwidth_bytes_per_s`` FLOP per byte.
+
+    Work with lower arithmetic intensity is memory-bound; with higher, compute-bound.
+    H100 at BF16: 989.4 TFLOP/s / 3.35 TB/s = 295 FLOP per byte (Williams et al. 2009).
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    return _positive("peak_flop_per_s", peak_flop_per_s) / _positive(
+        "bandwidth_bytes_per_s", bandwidth_bytes_per_s
+    )
+
+
+def attainable_flop_per_s(intensity_flop_per_byte, peak_flop_per_s: float,
+                          bandwidth_bytes_per_s: float):
+    """The roofline: ``min(peak_flop_per_s, intensity x bandwidth_bytes_per_s)``.
+
+    Accepts a number or a NumPy array of intensities (all >= 0) and returns the
+    same shape. Source: Williams, Waterman and Patterson, CACM 52(4), 2009.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    peak = _positive("peak_flop_per_s", peak_flop_per_s)
+    bandwidth = _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    intensity = np.asarray(intensity_flop_per_byte, dtype=float)
+    if not np.all(np.isfinite(intensity)) or np.any(intensity < 0):
+        raise ValueError(
+            f"intensity_flop_per_byte: {intensity_flop_per_byte!r} is not allowed; "
+            "give finite numbers >= 0"
+        )
+    result = np.minimum(peak, intensity * bandwidth)
+    return float(result) if result.ndim == 0 else result
+
+
+def roofline_time_s(flop: float, bytes_moved: float, peak_flop_per_s: float,
+                    bandwidth_bytes_per_s: float) -> float:
+    """The roofline's least time for ``flop`` FLOPs over ``bytes_moved`` bytes.
+
+    Formula: ``max(flop / peak_flop_per_s, bytes_moved / bandwidth_bytes_per_s)``,
+    the time the slower of the two resources needs if the other overlaps perfectly.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    return max(
+        _non_negative("flop", flop) / _positive("peak_flop_per_s", peak_flop_per_s),
+        _non_negative("bytes_moved", bytes_moved)
+        / _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s),
+    )
+
+
+@dataclass(frozen=True)
+class Workload:
+    """FLOPs and bytes of one forward pass, and their ratio."""
+
+    flop: float
+    bytes_moved: float
+
+    @property
+    def intensity_flop_per_byte(self) -> float:
+        """Arithmetic intensity: FLOPs per byte moved."""
+        return self.flop / self.bytes_moved
+
+
+def decode_workload(
+    params_active: float,
+    precision: str,
+    *,
+    kv_bytes_per_token: float = 0.0,
+    context_tokens: float = 0,
+    batch: int = 1,
+) -> Workload:
+    """FLOPs and bytes of one decode step of ``batch`` requests.
+
+    FLOPs: ``2 x params_active x batch`` (one multiply and one add per weight per
+    token; attention's own FLOPs, a few per cent at moderate context, are left
+    out). Bytes: the weights once plus every request's KV cache. At batch 1 and
+    2-byte weights the intensity is about 1 FLOP per byte; each extra request in
+    the batch adds FLOPs but (nearly) no bytes, which walks decode toward the
+    ridge (Pope et al., MLSys 2023).
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    params = _positive("params_active", params_active)
+    batch = _check_batch(batch)
+    weights = weight_bytes(params, precision)
+    kv = _non_negative("kv_bytes_per_token", kv_bytes_per_token) * _non_negative(
+        "context_tokens", context_tokens
+    ) * batch
+    return Workload(2.0 * params * batch, weights + kv)
+
+
+def prefill_workload(
+    params_active: float,
+    precision: str,
+    prompt_tokens: int,
+    *,
+    kv_bytes_per_token: float = 0.0,
+) -> Workload:
+    """FLOPs and bytes of the prefill of one ``prompt_tokens``-long prompt.
+
+    FLOPs: ``2 x params_active x prompt_tokens``. Bytes: the weights once plus the
+    KV cache written for the prompt. The intensity grows with the prompt: about
+    ``prompt_tokens / bytes_per_param`` FLOP per byte when the weights dominate.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    params = _positive("params_active", params_active)
+    prompt = _positive("prompt_tokens", prompt_tokens)
+    weights = weight_bytes(params, precision)
+    kv = _non_negative("kv_bytes_per_token", kv_bytes_per_token) * prompt
+    return Workload(2.0 * params * prompt, weights + kv)
+
+
+#: Which of a chip's peak rates applies to matrix multiplies with weights in each format.
+#: 4-bit weights are unpacked to 16 bits before the multiply on the chips in ``data/``
+#: (weight-only quantization), so they run at the BF16 rate.
+PEAK_COLUMN: dict[str, str] = {
+    "bf16": "bf16_flop_per_s",
+    "fp16": "bf16_flop_per_s",
+    "int4": "bf16_flop_per_s",
+    "fp8": "fp8_flop_per_s",
+    "int8": "int8_op_per_s",
+}
+
+
+def peak_flop_per_s(chip: specs.Chip, precision: str) -> float:
+    """The chip's dense peak for matrix multiplies at ``precision`` (see :data:`PEAK_COLUMN`).
+
+    Raises ``ValueError`` if ``data/hardware.csv`` gives no such rate for the chip.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    bytes_per_param(precision)  # rejects unknown formats with the allowed list
+    key = precision.lower()
+    if key not in PEAK_COLUMN:
+        raise ValueError(
+            f"precision: {precision!r} has no peak rate in data/hardware.csv; "
+            f"allowed: {', '.join(PEAK_COLUMN)}"
+        )
+    peak = getattr(chip, PEAK_COLUMN[key])
+    if not math.isfinite(peak):
+        raise ValueError(
+            f"chip: {chip.name!r} has no published {key} peak rate in data/hardware.csv"
+        )
+    return peak
+
+
+# --------------------------------------------------------------------------------------
+# Explorers
+# --------------------------------------------------------------------------------------
+
+CUSTOM_CHIP = "custom bandwidth"
+_CONTEXT_GRID = np.unique(np.geomspace(1, 131072, 120).astype(int))
+
+
+@dataclass(frozen=True)
+class FloorView:
+    """What the floor explorer shows: the floor, and the ceiling across context lengths."""
+
+    floor: DecodeFloor
+    chip: str
+    capacity_bytes: float
+    context_tokens: int
+    contexts: np.ndarray
+    per_user_tok_s: np.ndarray
+
+    @property
+    def chips_to_hold(self) -> float:
+        """Chips of this kind needed to hold weights plus KV cache (nan for a custom bandwidth)."""
+        if not math.isfinite(self.capacity_bytes):
+            return math.nan
+        return math.ceil(self.floor.bytes_read / self.capacity_bytes)
+
+
+def floor_explorer_compute(
+    params_b: float,
+    precision: str,
+    chip: str,
+    bandwidth_tb_s: float,
+    kv_kib_per_token: float,
+    context_tokens: int,
+    batch: int,
+) -> FloorView:
+    """The floor explorer's pure function.
+
+    ``params_b`` billions of parameters at ``precision``, on ``chip`` (a row of
+    ``data/hardware.csv``) or, if ``chip`` is :data:`CUSTOM_CHIP`, at
+    ``bandwidth_tb_s`` TB/s; a KV cache of ``kv_kib_per_token`` KiB per token;
+    ``batch`` requests of ``context_tokens`` tokens. Returns the floor and the
+    per-user ceiling over a grid of context lengths.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    params = _positive("params_b", params_b) * 1e9
+    if chip == CUSTOM_CHIP:
+        bandwidth = _positive("bandwidth_tb_s", bandwidth_tb_s) * TB
+        capacity = math.nan
+    else:
+        spec = specs.chip(chip)
+        bandwidth = spec.memory_bandwidth_bytes_per_s
+        capacity = spec.memory_capacity_bytes
+    per_token = _non_negative("kv_kib_per_token", kv_kib_per_token) * KIB
+    floor = decode_floor(
+        weight_bytes(params, precision),
+        bandwidth,
+        kv_bytes_per_token=per_token,
+        context_tokens=context_tokens,
+        batch=batch,
+    )
+    steps = (floor.weight_bytes + per_token * _CONTEXT_GRID * floor.batch) / bandwidth
+    return FloorView(floor, chip, capacity, int(context_tokens), _CONTEXT_GRID, 1.0 / steps)
+
+
+def _floor_render_factory(fig, ax_bar, ax_line):
+    weights_bar = ax_bar.barh([0], [1.0], color=PALETTE[0], label="weights")[0]
+    kv_bar = ax_bar.barh([0], [0.0], left=[1.0], color=PALETTE[1], label="KV cache")[0]
+    ax_bar.set_yticks([])
+    ax_bar.set_xlabel("floor per decode step (ms)")
+    ax_bar.legend(loc="upper left", ncols=2, fontsize=8)
+    ax_bar.set_ylim(-0.6, 1.0)
+    modelled = KIND_COLORS["modelled"]
+    (line,) = ax_line.plot(_CONTEXT_GRID, np.ones(len(_CONTEXT_GRID)), color=modelled)
+    (marker,) = ax_line.plot([1], [1], "o", color=modelled)
+    ax_line.set_xscale("log")
+    ax_line.set_xlabel("context length (tokens)")
+    ax_line.set_ylabel("ceiling, tok/s per user")
+    label_kind(ax_line, "modelled")
+
+    def render(view: FloorView) -> str:
+        floor = view.floor
+        weight_ms, kv_ms = floor.weight_s * 1e3, floor.kv_s * 1e3
+        weights_bar.set_width(weight_ms)
+        kv_bar.set_x(weight_ms)
+        kv_bar.set_width(kv_ms)
+        ax_bar.set_xlim(0, (weight_ms + kv_ms) * 1.1)
+        ax_bar.set_title(f"floor {floor.step_s * 1e3:.2f} ms = ceiling "
+                         f"{floor.per_user_tok_s:.1f} tok/s per user", fontsize=10)
+        line.set_ydata(view.per_user_tok_s)
+        marker.set_data([max(view.context_tokens, 1)], [floor.per_user_tok_s])
+        ax_line.set_ylim(0, view.per_user_tok_s.max() * 1.15)
+        text = (
+            f"Reads {floor.bytes_read / GB:.1f} GB per step "
+            f"({floor.weight_bytes / GB:.1f} GB weights, {floor.kv_bytes / GB:.1f} GB KV cache). "
+            f"Aggregate ceiling {floor.aggregate_tok_s:,.0f} tok/s over {floor.batch} users."
+        )
+        if math.isfinite(view.capacity_bytes):
+            text += (f" {view.chip} holds {view.capacity_bytes / GB:.1f} GB: "
+                     f"at least {view.chips_to_hold} chip(s) to hold it all.")
+        return text
+
+    return render
+
+
+@register("bw_floor", kind="analytic", chapter="02_bandwidth_floor")
+def floor_explorer() -> Explorer:
+    """Sliders: parameters, precision, chip or bandwidth, KV per token, context, batch."""
+    import ipywidgets as w
+
+    chip_names = [name for name in specs.chips()] + [CUSTOM_CHIP]
+    controls = {
+        "params_b": w.FloatLogSlider(value=70, base=10, min=0, max=3, step=0.01,
+                                     description="params (B)"),
+        "precision": w.Dropdown(options=list(BYTES_PER_PARAM), value="fp16",
+                                description="precision"),
+        "chip": w.Dropdown(options=chip_names, value="NVIDIA H100 SXM", description="chip"),
+        "bandwidth_tb_s": w.FloatSlider(value=3.35, min=0.05, max=10, step=0.05,
+                                        description="custom TB/s"),
+        "kv_kib_per_token": w.FloatSlider(value=320, min=0, max=2560, step=16,
+                                          description="KV KiB/token"),
+        "context_tokens": w.IntSlider(value=4096, min=0, max=131072, step=256,
+                                      description="context"),
+        "batch": w.IntSlider(value=1, min=1, max=256, description="batch"),
+    }
+    fig, (ax_bar, ax_line) = figure(1, 2, figsize=(9, 3.4))
+    render = _floor_render_factory(fig, ax_bar, ax_line)
+    defaults = {name: control.value for name, control in controls.items()}
+    _freeze_layout(fig, render, floor_explorer_compute(**defaults))
+    plt.close(fig)
+    return Explorer(floor_explorer_compute, render, controls, fig)
+
+
+@dataclass(frozen=True)
+class RooflineView:
+    """What the roofline explorer shows for one chip, model and batch."""
+
+    chip: str
+    peak_flop_per_s: float
+    bandwidth_bytes_per_s: float
+    decode: Workload
+    prefill: Workload
+    batch: int
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """The chip's ridge point."""
+        return ridge_point_flop_per_byte(self.peak_flop_per_s, self.bandwidth_bytes_per_s)
+
+    def attainable(self, workload: Workload) -> float:
+        """Attainable FLOP/s of ``workload`` on this chip."""
+        return attainable_flop_per_s(workload.intensity_flop_per_byte, self.peak_flop_per_s,
+                                     self.bandwidth_bytes_per_s)
+
+
+def roofline_explorer_compute(
+    chip: str, model: str, precision: str, batch: int, context_tokens: int
+) -> RooflineView:
+    """The roofline explorer's pure function: decode at ``batch`` and a prefill of
+    ``context_tokens`` tokens of ``model`` at ``precision``, placed on ``chip``'s roofline.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    spec = specs.chip(chip)
+    shape = specs.model(model)
+    peak = peak_flop_per_s(spec, precision)
+    kv_precision = "int8" if bytes_per_param(precision) < 1 else precision
+    per_token = kv_bytes_per_token(shape, kv_precision)
+    decode = decode_workload(shape.params_active, precision, kv_bytes_per_token=per_token,
+                             context_tokens=context_tokens, batch=batch)
+    prefill = prefill_workload(shape.params_active, precision, max(int(context_tokens), 1),
+                               kv_bytes_per_token=per_token)
+    return RooflineView(chip, peak, spec.memory_bandwidth_bytes_per_s, decode, prefill,
+                        int(batch))
+
+
+_INTENSITY_GRID = np.geomspace(0.1, 1e5, 200)
+
+
+def _freeze_layout(fig, render, first_view) -> None:
+    """Draw ``first_view`` once, fix the layout it produced, and drop minor ticks.
+
+    Constrained layout and log-axis minor ticks are most of the cost of a redraw;
+    the explorers' axes keep their size and range scale, so one layout serves all.
+    """
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log":
+                axis.set_minor_locator(NullLocator())
+    render(first_view)
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+
+
+def _roofline_render_factory(ax):
+    (roof,) = ax.plot(_INTENSITY_GRID, _INTENSITY_GRID, color="0.3", lw=2)
+    (ridge,) = ax.plot([1], [1], "D", color="0.3", label="ridge point")
+    (decode,) = ax.plot([1], [1], "o", ms=9, color=PALETTE[0], label="decode (batch)")
+    (prefill,) = ax.plot([1], [1], "s", ms=9, color=PALETTE[1], label="prefill (prompt)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(_INTENSITY_GRID[0], _INTENSITY_GRID[-1])
+    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+    ax.set_ylabel("attainable TFLOP/s")
+    ax.legend(loc="lower right", fontsize=8)
+    label_kind(ax, "modelled")
+
+    def render(view: RooflineView) -> str:
+        tflop = attainable_flop_per_s(_INTENSITY_GRID, view.peak_flop_per_s,
+                                      view.bandwidth_bytes_per_s) / TB
+        roof.set_ydata(tflop)
+        peak_t = view.peak_flop_per_s / TB
+        ridge.set_data([view.ridge_flop_per_byte], [peak_t])
+        d_i, p_i = view.decode.intensity_flop_per_byte, view.prefill.intensity_flop_per_byte
+        d_t, p_t = view.attainable(view.decode) / TB, view.attainable(view.prefill) / TB
+        decode.set_data([d_i], [d_t])
+        prefill.set_data([p_i], [p_t])
+        ax.set_ylim(tflop[0] / 2, peak_t * 3)
+        ax.set_title(view.chip, fontsize=10)
+        return (
+            f"Ridge at {view.ridge_flop_per_byte:.0f} FLOP/byte. Decode at batch {view.batch}: "
+            f"{d_i:.1f} FLOP/byte, at most {d_t / peak_t:.1%} of peak. "
+            f"Prefill: {p_i:.0f} FLOP/byte, {p_t / peak_t:.0%} of peak."
+        )
+
+    return render
+
+
+@register("bw_roofline", kind="analytic", chapter="02_bandwidth_floor")
+def roofline_explorer() -> Explorer:
+    """Sliders: chip, model, precision, decode batch, context (= prompt) length."""
+    import ipywidgets as w
+
+    chip_names = [name for name in specs.chips()
+                  if math.isfinite(specs.chip(name).bf16_flop_per_s)]
+    controls = {
+        "chip": w.Dropdown(options=chip_names, value="NVIDIA H100 SXM", description="chip"),
+        "model": w.Dropdown(options=specs.models(), value="Llama 2 70B", description="model"),
+        "precision": w.Dropdown(options=list(PEAK_COLUMN), value="bf16", description="precision"),
+        "batch": w.IntSlider(value=1, min=1, max=1024, description="batch"),
+        "context_tokens": w.IntSlider(value=2048, min=1, max=32768, step=1,
+                                      description="context"),
+    }
+    fig, ax = figure(figsize=(7, 4))
+    render = _roofline_render_factory(ax)
+    defaults = {name: control.value for name, control in controls.items()}
+    _freeze_layout(fig, render, roofline_explorer_compute(**defaults))
+    plt.close(fig)
+    return Explorer(roofline_explorer_compute, render, controls, fig)

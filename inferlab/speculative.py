@@ -1,0 +1,213 @@
+"""Speculative decoding: more than one token per step of the large model.
+
+A small draft model proposes ``k`` tokens one at a time; the large (target) model
+then checks all ``k`` in one forward pass, keeps the longest prefix it agrees
+with, and adds one token of its own. If each draft token is accepted with
+probability ``a``, independently, the expected number of tokens one target pass
+yields is
+
+    E = 1 + a + a^2 + ... + a^k = (1 - a^(k+1)) / (1 - a)     (k + 1 when a = 1).
+
+One cycle costs ``k`` draft steps plus one target pass. With the draft step
+costing ``c`` target steps, and the target's check of ``k + 1`` positions
+costing about one ordinary decode step (a batch-1 pass is memory-bound: it
+reads the same weights whether it scores one position or five), the speed-up
+over plain decoding is
+
+    speedup = E / (1 + k c).
+
+Source: Leviathan, Kalman and Matias, "Fast Inference from Transformers via
+Speculative Decoding" (ICML 2023), equations for the expected number of tokens
+and the improvement factor; Chen et al. (2023) for speculative sampling. The
+output distribution is the target model's own, so quality does not change;
+only speed does. The independence of acceptances is the paper's simplifying
+assumption; real acceptance depends on the text.
+
+Used in chapter 'Prefill and decode'.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from inferlab.timing import CHAPTER, _count, _number
+from inferlab.widgets import Explorer, register
+
+
+def expected_tokens_per_step(acceptance_rate, draft_tokens: int):
+    """Expected tokens per target forward pass: (1 - a^(k+1)) / (1 - a); k + 1 at a = 1.
+
+    ``acceptance_rate`` ``a`` is in [0, 1] and may be a numpy array (the result
+    then has its shape); ``draft_tokens`` ``k`` is a whole number >= 0 (k = 0 is
+    plain decoding, one token per pass). Source: Leviathan et al. (ICML 2023).
+
+    Used in chapter 'Prefill and decode'.
+    """
+    k = _count("draft_tokens", draft_tokens, minimum=0)
+    a = np.asarray(acceptance_rate, dtype=float)
+    if a.size == 0 or not np.all(np.isfinite(a)) or np.any((a < 0) | (a > 1)):
+        raise ValueError(
+            f"acceptance_rate: {acceptance_rate!r} is outside the allowed range [0, 1]"
+        )
+    # The geometric sum written out, so a = 1 needs no special case and is exact.
+    total = np.zeros_like(a)
+    term = np.ones_like(a)
+    for _ in range(k + 1):
+        total = total + term
+        term = term * a
+    return float(total) if total.ndim == 0 else total
+
+
+def speedup(acceptance_rate, draft_tokens: int, draft_cost_ratio: float):
+    """Speed-up of speculative over plain decoding: E / (1 + k c).
+
+    ``draft_cost_ratio`` ``c`` is the time of one draft step over one target step,
+    in [0, 1]. Assumes the target's verification pass costs one decode step
+    (memory-bound at batch 1) and ignores the sampling overhead. Below 1 means the
+    draft costs more than it saves. Source: Leviathan et al. (ICML 2023).
+
+    Used in chapter 'Prefill and decode'.
+    """
+    k = _count("draft_tokens", draft_tokens, minimum=0)
+    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
+    return expected_tokens_per_step(acceptance_rate, k) / (1.0 + k * c)
+
+
+@dataclass(frozen=True)
+class SpeculativeEstimate:
+    """One setting of speculative decoding and what it yields."""
+
+    acceptance_rate: float
+    draft_tokens: int
+    draft_cost_ratio: float
+    base_decode_tok_per_s: float
+    expected_tokens_per_step: float
+    cycle_cost_target_steps: float
+    speedup: float
+
+    @property
+    def decode_tok_per_s(self) -> float:
+        """The decode rate with speculation: the plain rate times the speed-up."""
+        return self.base_decode_tok_per_s * self.speedup
+
+
+def speculative_decoding(acceptance_rate: float, draft_tokens: int, draft_cost_ratio: float,
+                         base_decode_tok_per_s: float) -> SpeculativeEstimate:
+    """Expected tokens per target pass, cost of a cycle, speed-up and resulting decode rate.
+
+    A scalar view of :func:`expected_tokens_per_step` and :func:`speedup` for one
+    setting, with the plain decode rate it multiplies. Used in chapter 'Prefill and decode'.
+    """
+    a = _number("acceptance_rate", acceptance_rate, strict=False, maximum=1.0)
+    k = _count("draft_tokens", draft_tokens, minimum=0)
+    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
+    base = _number("base_decode_tok_per_s", base_decode_tok_per_s)
+    expected = expected_tokens_per_step(a, k)
+    return SpeculativeEstimate(a, k, c, base, expected, 1.0 + k * c, expected / (1.0 + k * c))
+
+
+def acceptance_rate_for_speedup(target_speedup: float, draft_tokens: int,
+                                draft_cost_ratio: float) -> float:
+    """The acceptance rate at which speculative decoding reaches ``target_speedup``.
+
+    Solves E(a, k) / (1 + k c) = target for a by bisection (E rises with a). Raises
+    ``ValueError`` if the target exceeds the most this draft length can give,
+    (k + 1) / (1 + k c) at a = 1; returns 0 if even a = 0 reaches it.
+
+    Used in chapter 'Prefill and decode'.
+    """
+    target = _number("target_speedup", target_speedup)
+    k = _count("draft_tokens", draft_tokens, minimum=0)
+    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
+    best = (k + 1) / (1.0 + k * c)
+    if target > best:
+        raise ValueError(
+            f"target_speedup: {target_speedup!r} is out of reach; with draft_tokens={k} and "
+            f"draft_cost_ratio={c:g} the most is {best:.3g} (every draft token accepted)"
+        )
+    low, high = 0.0, 1.0
+    if speedup(low, k, c) >= target:
+        return 0.0
+    for _ in range(60):
+        middle = (low + high) / 2
+        if speedup(middle, k, c) < target:
+            low = middle
+        else:
+            high = middle
+    return high
+
+
+def best_draft_tokens(acceptance_rate: float, draft_cost_ratio: float,
+                      max_draft_tokens: int = 16) -> int:
+    """The draft length k in 0..max_draft_tokens with the largest speed-up (the smallest on ties).
+
+    Used in chapter 'Prefill and decode'.
+    """
+    a = _number("acceptance_rate", acceptance_rate, strict=False, maximum=1.0)
+    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
+    top = _count("max_draft_tokens", max_draft_tokens)
+    gains = [speedup(a, k, c) for k in range(top + 1)]
+    return int(np.argmax(gains))
+
+
+@register("pd_speculative", "analytic", chapter=CHAPTER)
+def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens: int = 12,
+                         reported_tok_per_s: float | None = None) -> Explorer:
+    """Explorer: speed-up against draft length, for one acceptance rate and draft cost.
+
+    Sliders: acceptance rate a, draft tokens k, draft cost ratio c. The curve is the
+    speed-up for k = 0..``max_draft_tokens``; the marker is the chosen k. If
+    ``reported_tok_per_s`` is given, a line marks the speed-up that figure claims
+    over ``base_decode_tok_per_s``. A view over :func:`speculative_decoding`.
+
+    Used in chapter 'Prefill and decode'.
+    """
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+
+    from inferlab.plotting import KIND_COLORS, figure, label_kind
+
+    base = _number("base_decode_tok_per_s", base_decode_tok_per_s)
+    top = _count("max_draft_tokens", max_draft_tokens)
+    ks = np.arange(top + 1)
+    fig, ax = figure(figsize=(7.5, 4.0))
+    (curve,) = ax.plot([], [], "-", color=KIND_COLORS["modelled"], label="modelled speed-up")
+    (point,) = ax.plot([], [], "o", color=KIND_COLORS["modelled"], markersize=9)
+    ax.axhline(1.0, color="#888888", linewidth=1)
+    kinds = ["modelled"]
+    if reported_tok_per_s is not None:
+        claimed = _number("reported_tok_per_s", reported_tok_per_s) / base
+        ax.axhline(claimed, color=KIND_COLORS["reported"], linestyle="--", linewidth=1,
+                   label=f"claimed: {reported_tok_per_s:,.0f} / {base:,.0f} tok/s")
+        kinds.append("reported")
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top + 1)
+    ax.set_xlabel("draft tokens per cycle, k")
+    ax.set_ylabel("speed-up over plain decoding")
+    ax.legend(loc="upper left", fontsize=8)
+    label_kind(ax, *kinds)
+    plt.close(fig)
+
+    def compute(acceptance_rate, draft_tokens, draft_cost_ratio):
+        return speculative_decoding(acceptance_rate, draft_tokens, draft_cost_ratio, base)
+
+    def render(estimate: SpeculativeEstimate) -> str:
+        gains = [speedup(estimate.acceptance_rate, int(k), estimate.draft_cost_ratio)
+                 for k in ks]
+        curve.set_data(ks, gains)
+        point.set_data([estimate.draft_tokens], [estimate.speedup])
+        return (f"a={estimate.acceptance_rate:.2f}, k={estimate.draft_tokens}, "
+                f"c={estimate.draft_cost_ratio:.2f}: {estimate.expected_tokens_per_step:.2f} "
+                f"tokens per target pass, speed-up {estimate.speedup:.2f}x, "
+                f"{base:,.0f} -> {estimate.decode_tok_per_s:,.0f} tok/s")
+
+    controls = {
+        "acceptance_rate": w.FloatSlider(value=0.8, min=0.0, max=1.0, step=0.01,
+                                         description="acceptance a"),
+        "draft_tokens": w.IntSlider(value=4, min=0, max=top, description="draft tokens k"),
+        "draft_cost_ratio": w.FloatSlider(value=0.05, min=0.0, max=1.0, step=0.01,
+                                          description="draft cost c"),
+    }
+    return Explorer(compute, render, controls, fig)
