@@ -69,7 +69,7 @@ BREAKAGES = {
         """,
         "deliberate failure",
     ),
-    "a warning": (
+    "a warning printed by a cell": (
         """\
         # Page
         ```{code-cell} ipython3
@@ -77,7 +77,15 @@ BREAKAGES = {
         warnings.warn("deliberate warning")
         ```
         """,
-        "deliberate warning",
+        "stderr was found in the cell outputs",
+    ),
+    "a Sphinx warning": (
+        """\
+        # Page
+        ```{no-such-directive}
+        ```
+        """,
+        "no-such-directive",
     ),
     "a missing glue key": (
         """\

@@ -17,12 +17,13 @@ import inferlab
 from inferlab.data import DATA_DIR
 
 STAMP = "inferlab-and-data.sha256"
+WATCHED = (Path(inferlab.__file__).parent, DATA_DIR)
 
 
-def fingerprint() -> str:
-    """sha256 over the path and bytes of every file in ``inferlab/`` and ``data/``."""
+def fingerprint(folders=WATCHED) -> str:
+    """sha256 over the path and bytes of every file in ``folders`` (``inferlab/`` and ``data/``)."""
     digest = hashlib.sha256()
-    for folder in (Path(inferlab.__file__).parent, DATA_DIR):
+    for folder in folders:
         for path in sorted(folder.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
                 digest.update(str(path.relative_to(folder.parent)).encode())

@@ -1,0 +1,50 @@
+"""Cached notebook outputs are thrown away when the package or the data change."""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import freshness  # noqa: E402
+
+
+def _app(tmp_path):
+    cache = tmp_path / "_build" / ".jupyter_cache"
+    env = SimpleNamespace(mystnb_config=SimpleNamespace(execution_cache_path=str(cache)),
+                          found_docs={"book/intro", "book/glossary"})
+    return SimpleNamespace(env=env), cache
+
+
+def test_fingerprint_changes_with_any_byte_of_a_watched_file(tmp_path):
+    (tmp_path / "data").mkdir()
+    table = tmp_path / "data" / "t.csv"
+    table.write_text("a,b\n1,2\n")
+    before = freshness.fingerprint([tmp_path / "data"])
+    assert freshness.fingerprint([tmp_path / "data"]) == before
+    table.write_text("a,b\n1,3\n")
+    assert freshness.fingerprint([tmp_path / "data"]) != before
+
+
+def test_cache_is_emptied_and_every_page_reread_only_when_the_fingerprint_changes(
+        tmp_path, monkeypatch):
+    app, cache = _app(tmp_path)
+    monkeypatch.setattr(freshness, "fingerprint", lambda: "first")
+    freshness._refresh_cache(app)  # no stamp yet: stale
+    assert app.env.inferlab_stale
+    cache.mkdir(parents=True)
+    (cache / "executed-notebook").write_text("outputs")
+
+    freshness._refresh_cache(app)  # same fingerprint: keep the cache
+    assert not app.env.inferlab_stale
+    assert (cache / "executed-notebook").exists()
+    assert freshness._outdated(app, app.env, set(), set(), set()) == []
+
+    monkeypatch.setattr(freshness, "fingerprint", lambda: "second")
+    freshness._refresh_cache(app)  # package or data changed: empty the cache, reread all
+    assert app.env.inferlab_stale
+    assert not cache.exists()
+    assert freshness._outdated(app, app.env, set(), set(), set()) == [
+        "book/glossary", "book/intro"]
