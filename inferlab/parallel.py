@@ -71,7 +71,7 @@ class TensorParallelStep:
 
     @property
     def step_s(self) -> float:
-        """Modelled time of the step: memory floor plus all-reduces (no overlap)."""
+        """Modelled time of the step, the memory floor plus all-reduces (no overlap)."""
         return self.memory_s + self.allreduce_s
 
     @property

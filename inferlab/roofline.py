@@ -22,6 +22,7 @@ floor functions.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
@@ -105,12 +106,12 @@ class DecodeFloor:
 
     @property
     def step_s(self) -> float:
-        """The floor: least time of one decode step, in seconds."""
+        """The floor, the least time of one decode step, in seconds."""
         return self.bytes_read / self.bandwidth_bytes_per_s
 
     @property
     def per_user_tok_s(self) -> float:
-        """The ceiling: most tokens per second any one user of the batch can see."""
+        """The ceiling, the most tokens per second any one user of the batch can see."""
         return 1.0 / self.step_s
 
     @property
@@ -248,7 +249,7 @@ class Workload:
 
     @property
     def intensity_flop_per_byte(self) -> float:
-        """Arithmetic intensity: FLOPs per byte moved."""
+        """Arithmetic intensity, in FLOPs per byte moved."""
         return self.flop / self.bytes_moved
 
 
@@ -337,9 +338,80 @@ def peak_flop_per_s(chip: specs.Chip, precision: str) -> float:
 
 
 # --------------------------------------------------------------------------------------
+# Capacity meets bandwidth: the best aggregate rate a group of chips allows
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BatchedThroughput:
+    """The largest batch that fits on ``chips`` chips, and the roofline's rate at that batch."""
+
+    chips: int
+    batch: int
+    step_s: float
+    bound: str
+
+    @property
+    def aggregate_tok_s(self) -> float:
+        """Tokens per second summed over the batch (0 if nothing fits)."""
+        return self.batch / self.step_s if self.batch else 0.0
+
+    @property
+    def per_user_tok_s(self) -> float:
+        """Tokens per second each user sees (0 if nothing fits)."""
+        return 1.0 / self.step_s if self.batch else 0.0
+
+
+def throughput_at_max_batch(
+    chip: specs.Chip,
+    model: specs.ModelSpec,
+    precision: str,
+    context_tokens: int,
+    *,
+    chips: int = 1,
+    reserve_fraction: float = 0.0,
+) -> BatchedThroughput:
+    """The roofline bound on aggregate decode rate at the largest batch that fits.
+
+    Weights (all ``params_total``) and the KV cache (at ``precision``) are split
+    evenly over ``chips`` chips with ``reserve_fraction`` of each held back. The
+    batch is the most requests of ``context_tokens`` tokens whose cache fits
+    (:func:`inferlab.capacity.max_batch`); the step time is
+    :func:`roofline_time_s` per chip for ``2 x params_active x batch / chips`` FLOPs
+    and ``(weights + KV cache) / chips`` bytes. Communication is ignored.
+
+    When memory is full and the step is memory-bound, the step reads the whole
+    usable memory, so the rate is ``batch x bandwidth / usable bytes``: a chip
+    with more memory per unit of bandwidth gains twice, from the bandwidth and
+    from the larger batch. ``bound`` says which of ``"compute"`` or ``"memory"``
+    set the step (``"capacity"`` if not even one request fits).
+
+    Used in chapter 'The memory-bandwidth floor' (H100 against H200).
+    """
+    from inferlab.capacity import max_batch
+
+    if not isinstance(chips, numbers.Integral) or isinstance(chips, bool) or chips < 1:
+        raise ValueError(f"chips: {chips!r} is not allowed; give a whole number >= 1")
+    weights = weight_bytes(model.params_total, precision)
+    per_token = kv_bytes_per_token(model, precision)
+    batch = max_batch(chips * chip.memory_capacity_bytes, weights, per_token, context_tokens,
+                      reserve_fraction=reserve_fraction)
+    if batch == 0:
+        return BatchedThroughput(chips, 0, math.inf, "capacity")
+    peak = peak_flop_per_s(chip, precision)
+    flop = 2.0 * model.params_active * batch / chips
+    bytes_moved = (weights + batch * context_tokens * per_token) / chips
+    compute_s = flop / peak
+    memory_s = bytes_moved / chip.memory_bandwidth_bytes_per_s
+    bound = "compute" if compute_s > memory_s else "memory"
+    return BatchedThroughput(chips, batch, max(compute_s, memory_s), bound)
+
+
+# --------------------------------------------------------------------------------------
 # Explorers
 # --------------------------------------------------------------------------------------
 
+#: The chip choice that uses the explorer's own bandwidth slider instead of a row of data.
 CUSTOM_CHIP = "custom bandwidth"
 _CONTEXT_GRID = np.unique(np.geomspace(1, 131072, 120).astype(int))
 
@@ -430,9 +502,10 @@ def _floor_render_factory(fig, ax_bar, ax_line):
         marker.set_data([max(view.context_tokens, 1)], [floor.per_user_tok_s])
         ax_line.set_ylim(0, view.per_user_tok_s.max() * 1.15)
         text = (
+            f"{floor.bandwidth_bytes_per_s / TB:.2f} TB/s ({view.chip}). "
             f"Reads {floor.bytes_read / GB:.1f} GB per step "
             f"({floor.weight_bytes / GB:.1f} GB weights, {floor.kv_bytes / GB:.1f} GB KV cache). "
-            f"Aggregate ceiling {floor.aggregate_tok_s:,.0f} tok/s over {floor.batch} users."
+            f"Aggregate ceiling {floor.aggregate_tok_s:,.0f} tok/s for a batch of {floor.batch}."
         )
         if math.isfinite(view.capacity_bytes):
             text += (f" {view.chip} holds {view.capacity_bytes / GB:.1f} GB: "
@@ -462,6 +535,13 @@ def floor_explorer() -> Explorer:
                                       description="context"),
         "batch": w.IntSlider(value=1, min=1, max=256, description="batch"),
     }
+    # The bandwidth slider applies only to the custom chip; grey it out otherwise, so
+    # that no slider moves without changing the figure.
+    bandwidth = controls["bandwidth_tb_s"]
+    bandwidth.disabled = controls["chip"].value != CUSTOM_CHIP
+    controls["chip"].observe(
+        lambda change: setattr(bandwidth, "disabled", change["new"] != CUSTOM_CHIP),
+        names="value")
     fig, (ax_bar, ax_line) = figure(1, 2, figsize=(9, 3.4))
     render = _floor_render_factory(fig, ax_bar, ax_line)
     defaults = {name: control.value for name, control in controls.items()}

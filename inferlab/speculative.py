@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inferlab.timing import CHAPTER, _count, _number
+from inferlab.timing import CHAPTER, _count, _number, freeze_layout
 from inferlab.widgets import Explorer, register
 
 
@@ -89,7 +89,7 @@ class SpeculativeEstimate:
 
     @property
     def decode_tok_per_s(self) -> float:
-        """The decode rate with speculation: the plain rate times the speed-up."""
+        """The decode rate with speculation, the plain rate times the speed-up."""
         return self.base_decode_tok_per_s * self.speedup
 
 
@@ -139,6 +139,31 @@ def acceptance_rate_for_speedup(target_speedup: float, draft_tokens: int,
     return high
 
 
+def least_acceptance_for_speedup(target_speedup: float, draft_cost_ratio: float,
+                                 max_draft_tokens: int = 16) -> tuple[float, int]:
+    """The lowest acceptance rate that reaches ``target_speedup`` with any k <= max_draft_tokens.
+
+    Returns ``(acceptance_rate, draft_tokens)``: the most forgiving setting for the
+    claim. Raises ``ValueError`` if no draft length up to ``max_draft_tokens`` can
+    reach the target even with every draft token accepted.
+
+    Used in chapter 'Prefill and decode'.
+    """
+    target = _number("target_speedup", target_speedup)
+    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
+    top = _count("max_draft_tokens", max_draft_tokens)
+    options = []
+    for k in range(top + 1):
+        if target <= (k + 1) / (1.0 + k * c):
+            options.append((acceptance_rate_for_speedup(target, k, c), k))
+    if not options:
+        raise ValueError(
+            f"target_speedup: {target_speedup!r} is out of reach with draft_cost_ratio={c:g} "
+            f"and at most {top} draft tokens, even if every draft token is accepted"
+        )
+    return min(options)
+
+
 def best_draft_tokens(acceptance_rate: float, draft_cost_ratio: float,
                       max_draft_tokens: int = 16) -> int:
     """The draft length k in 0..max_draft_tokens with the largest speed-up (the smallest on ties).
@@ -177,6 +202,7 @@ def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens:
     (point,) = ax.plot([], [], "o", color=KIND_COLORS["modelled"], markersize=9)
     ax.axhline(1.0, color="#888888", linewidth=1)
     kinds = ["modelled"]
+    claimed = 1.0
     if reported_tok_per_s is not None:
         claimed = _number("reported_tok_per_s", reported_tok_per_s) / base
         ax.axhline(claimed, color=KIND_COLORS["reported"], linestyle="--", linewidth=1,
@@ -188,6 +214,7 @@ def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens:
     ax.set_ylabel("speed-up over plain decoding")
     ax.legend(loc="upper left", fontsize=8)
     label_kind(ax, *kinds)
+    freeze_layout(fig)
     plt.close(fig)
 
     def compute(acceptance_rate, draft_tokens, draft_cost_ratio):
@@ -198,6 +225,7 @@ def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens:
                  for k in ks]
         curve.set_data(ks, gains)
         point.set_data([estimate.draft_tokens], [estimate.speedup])
+        ax.set_ylim(0, max(max(gains), claimed) * 1.15)
         return (f"a={estimate.acceptance_rate:.2f}, k={estimate.draft_tokens}, "
                 f"c={estimate.draft_cost_ratio:.2f}: {estimate.expected_tokens_per_step:.2f} "
                 f"tokens per target pass, speed-up {estimate.speedup:.2f}x, "

@@ -19,9 +19,9 @@ The reconciliation of the two published Groq figures is the identity
 defined as above. Sources: the LLMPerf leaderboard and its raw data (Anyscale,
 2023-24), Groq's reply to it (2024), vLLM's benchmark definitions.
 
-The module also gives the arithmetic intensity of each phase (FLOPs per byte of
-weights read), its roofline rate, and reading speed as tokens per second.
-Everything is in SI units (seconds, tokens per second, bytes, FLOP/s).
+The module also converts reading speed to tokens per second. The arithmetic
+intensity of each phase lives in :mod:`inferlab.roofline`. Everything is in SI
+units (seconds, tokens per second).
 
 Used in chapter 'Prefill and decode'.
 """
@@ -133,17 +133,17 @@ class RequestTimeline:
 
     @property
     def ttft_s(self) -> float:
-        """Time to first token: queue + prefill."""
+        """Time to first token, queue plus prefill."""
         return self.queue_s + self.prefill_s
 
     @property
     def decode_s(self) -> float:
-        """Time spent after the first token: (n - 1) decode steps."""
+        """Time spent after the first token, in (n - 1) decode steps."""
         return (self.output_tokens - 1) * self.time_per_output_token_s
 
     @property
     def e2e_s(self) -> float:
-        """End-to-end latency: TTFT plus the decode steps."""
+        """End-to-end latency, TTFT plus the decode steps."""
         return self.ttft_s + self.decode_s
 
     def token_times_s(self) -> np.ndarray:
@@ -189,7 +189,8 @@ def decode_only_rate_tok_per_s(output_tokens: int, ttft_s: float, e2e_s: float) 
     return clocks(output_tokens, ttft_s, e2e_s).decode_only_tok_per_s
 
 
-def rate_with_ttft_tok_per_s(output_tokens, ttft_s, decode_tok_per_s):
+def rate_with_ttft_tok_per_s(output_tokens: int | np.ndarray, ttft_s: float | np.ndarray,
+                             decode_tok_per_s: float) -> float | np.ndarray:
     """Per-request tokens per second when the clock includes the first-token wait.
 
     Formula: rate = n / (TTFT + n / decode_rate), where decode_rate is the decode-only
@@ -231,6 +232,24 @@ def ttft_for_rate_s(rate_with_ttft_tok_per_s: float, output_tokens: int,
     return n / target - n / decode
 
 
+def decode_rate_from_rate_with_ttft_tok_per_s(rate_with_ttft_tok_per_s: float,
+                                              output_tokens: int, ttft_s: float) -> float:
+    """The decode-only rate hidden in a TTFT-inclusive rate, given n and the TTFT.
+
+    Formula: the reconciliation formula solved for the decode rate,
+    r = n / (n / rate - TTFT). The rate must be below n / TTFT (otherwise the TTFT
+    alone would take longer than the whole request).
+
+    Used in chapter 'Prefill and decode'.
+    """
+    n = _count("output_tokens", output_tokens)
+    ttft = _number("ttft_s", ttft_s, strict=False)
+    limit = n / ttft if ttft > 0 else math.inf
+    rate = _number("rate_with_ttft_tok_per_s", rate_with_ttft_tok_per_s, maximum=limit,
+                   strict_maximum=True)
+    return n / (n / rate - ttft)
+
+
 def output_tokens_for_fraction(fraction: float, ttft_s: float, decode_tok_per_s: float) -> float:
     """How many output tokens it takes for the TTFT-inclusive rate to reach ``fraction`` of decode.
 
@@ -243,70 +262,6 @@ def output_tokens_for_fraction(fraction: float, ttft_s: float, decode_tok_per_s:
     ttft = _number("ttft_s", ttft_s, strict=False)
     decode = _number("decode_tok_per_s", decode_tok_per_s)
     return f / (1.0 - f) * ttft * decode
-
-
-# --- arithmetic intensity and the roofline ------------------------------------------------------
-
-
-def arithmetic_intensity_flop_per_byte(tokens_per_pass: int, bytes_per_param: float) -> float:
-    """FLOPs per byte of weights read in one forward pass over ``tokens_per_pass`` tokens.
-
-    Formula: a pass over T tokens does about 2 N T FLOPs (one multiply and one add per
-    parameter per token) and reads the N parameters once, N * b bytes, so the intensity
-    is 2 T / b, independent of N. Prefill: T = prompt length. Decode at batch B: T = B,
-    so batch 1 at 2 bytes per parameter gives 1 FLOP per byte. Ignores attention FLOPs
-    and KV-cache bytes (small for short contexts). Source: Pope et al., "Efficiently
-    Scaling Transformer Inference" (MLSys 2023); Williams, Waterman and Patterson,
-    "Roofline" (CACM 2009).
-
-    Used in chapter 'Prefill and decode'.
-    """
-    tokens = _count("tokens_per_pass", tokens_per_pass)
-    b = _number("bytes_per_param", bytes_per_param)
-    return 2.0 * tokens / b
-
-
-@dataclass(frozen=True)
-class PhaseRoofline:
-    """The roofline's prediction for one forward pass over ``tokens_per_pass`` tokens."""
-
-    tokens_per_pass: int
-    intensity_flop_per_byte: float
-    compute_time_s: float
-    memory_time_s: float
-    bound: str  # "compute" or "memory"
-
-    @property
-    def pass_time_s(self) -> float:
-        """The pass takes the longer of its compute time and its memory time."""
-        return max(self.compute_time_s, self.memory_time_s)
-
-    @property
-    def tokens_per_s(self) -> float:
-        """Tokens processed per second at that pass time."""
-        return self.tokens_per_pass / self.pass_time_s
-
-
-def phase_roofline(params: float, tokens_per_pass: int, bytes_per_param: float,
-                   flop_per_s: float, bandwidth_bytes_per_s: float) -> PhaseRoofline:
-    """Roofline time of one forward pass: max(2 N T / FLOP/s, N b / bandwidth).
-
-    A prefill of P tokens is one pass with T = P; a batch-1 decode step is a pass with
-    T = 1. The pass is compute-bound when its intensity 2 T / b exceeds the ridge point
-    FLOP/s / bandwidth. A floor, not a prediction of real speed: real kernels reach a
-    fraction of both peaks. Source: Williams, Waterman and Patterson (CACM 2009).
-
-    Used in chapter 'Prefill and decode'.
-    """
-    n = _number("params", params)
-    tokens = _count("tokens_per_pass", tokens_per_pass)
-    b = _number("bytes_per_param", bytes_per_param)
-    flops = _number("flop_per_s", flop_per_s)
-    bandwidth = _number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    compute = 2.0 * n * tokens / flops
-    memory = n * b / bandwidth
-    return PhaseRoofline(tokens, 2.0 * tokens / b, compute, memory,
-                         "compute" if compute >= memory else "memory")
 
 
 # --- what feels fast ----------------------------------------------------------------------------
@@ -338,31 +293,49 @@ def words_per_minute(tok_per_s: float, words_per_token: float) -> float:
 # --- explorers ------------------------------------------------------------------------------------
 
 
+def freeze_layout(fig) -> None:
+    """Lay ``fig`` out once with its layout engine, then keep those positions.
+
+    An explorer's axes do not move when a slider does, so recomputing the
+    constrained layout on every redraw (about a third of the redraw time) buys
+    nothing. Call it after setting the widest tick labels the figure will show.
+    """
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
+
+
+
 def _timeline_explorer(prefill_tok_per_s: float, queue_s: float) -> Explorer:
     import ipywidgets as w
     import matplotlib.pyplot as plt
     from matplotlib.collections import PolyCollection
-    from matplotlib.patches import Rectangle
+    from matplotlib.patches import Patch, Rectangle
 
     from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
 
     fig, (strip, ax) = figure(2, 1, figsize=(7.5, 4.2), height_ratios=[1, 3], sharex=True)
-    queue_box = strip.add_patch(Rectangle((0, 0), 0, 1, color="#bbbbbb", label="queue"))
-    prefill_box = strip.add_patch(Rectangle((0, 0), 0, 1, color=PALETTE[1], label="prefill"))
-    steps = PolyCollection([], facecolors=[], edgecolors="none", label="decode steps")
+    queue_box = strip.add_patch(Rectangle((0, 0), 0, 1, color="#bbbbbb"))
+    prefill_box = strip.add_patch(Rectangle((0, 0), 0, 1, color=PALETTE[1]))
+    steps = PolyCollection([], facecolors=[], edgecolors="none")
     strip.add_collection(steps)
     strip.set_ylim(0, 1)
     strip.set_yticks([])
     strip.grid(False)
-    strip.legend(loc="upper left", bbox_to_anchor=(0, 1.9), ncols=3, fontsize=8)
-    (tokens_line,) = ax.plot([], [], drawstyle="steps-post", color=KIND_COLORS["modelled"])
+    (tokens_line,) = ax.plot([], [], drawstyle="steps-post", color=KIND_COLORS["modelled"],
+                             label="tokens received")
     ttft_line = ax.axvline(0, color=PALETTE[1], linestyle="--", linewidth=1)
     ttft_text = ax.text(0, 0, "", fontsize=8, color=PALETTE[1], va="top")
     ax.set_xlabel("time since the request was sent (s)")
     ax.set_ylabel("output tokens received")
-    label_kind(ax, "modelled")
-    plt.close(fig)
     shades = np.array([[0.13, 0.4, 0.67, 1.0], [0.55, 0.72, 0.88, 1.0]])
+    ax.legend(handles=[Patch(color="#bbbbbb", label="queue"),
+                       Patch(color=PALETTE[1], label="prefill"),
+                       Patch(color=shades[0], label="decode steps"),
+                       tokens_line], loc="lower right", fontsize=8)
+    label_kind(ax, "modelled")
+    ax.set_ylim(0, 2100)  # the widest tick labels the sliders can produce
+    freeze_layout(fig)
+    plt.close(fig)
 
     def compute(prompt_tokens, output_tokens, decode_tok_per_s):
         return request_timeline(prompt_tokens, output_tokens, decode_tok_per_s,
@@ -408,7 +381,7 @@ def _timeline_explorer(prefill_tok_per_s: float, queue_s: float) -> Explorer:
     return Explorer(compute, render, controls, fig)
 
 
-#: Assumed queue wait and prefill rate of the timeline explorer: illustrative, not Groq's.
+#: Assumed queue wait and prefill rate of the timeline explorer (illustrative, not Groq's).
 TIMELINE_QUEUE_S = 0.05
 TIMELINE_PREFILL_TOK_PER_S = 3000.0
 
@@ -476,6 +449,7 @@ def reconcile_explorer(published: tuple[tuple[str, float, float], ...] = ()) -> 
     """
     import ipywidgets as w
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FixedLocator, NullLocator
 
     from inferlab.plotting import KIND_COLORS, figure, label_kind
 
@@ -486,18 +460,24 @@ def reconcile_explorer(published: tuple[tuple[str, float, float], ...] = ()) -> 
     (point,) = ax.plot([], [], "o", color=KIND_COLORS["modelled"], markersize=8)
     for label, n, rate in published:
         ax.plot([n], [rate], "s", color=KIND_COLORS["reported"], markersize=8)
-        ax.annotate(label, (n, rate), xytext=(6, -12), textcoords="offset points",
+        right = n > 300  # labels near the right edge go to the left of their point
+        ax.annotate(label, (n, rate), xytext=(-6 if right else 6, -12),
+                    textcoords="offset points", ha="right" if right else "left",
                     fontsize=8, color=KIND_COLORS["reported"])
     ax.set_xscale("log")
     ax.set_xlim(1, 2000)
-    ax.set_ylim(0, 400)
+    # Fixed ticks: a log axis otherwise recomputes its minor ticks on every redraw.
+    ax.xaxis.set_major_locator(FixedLocator([1, 10, 100, 1000]))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_ylim(0, 1100)  # the widest tick labels the sliders can produce
     ax.set_xlabel("output tokens per request (log scale)")
     ax.set_ylabel("tokens per second, per request")
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="center left", fontsize=8)
     if published:
         label_kind(ax, "modelled", "reported")
     else:
         label_kind(ax, "modelled")
+    freeze_layout(fig)
     plt.close(fig)
 
     def render(r: Reconciliation) -> str:

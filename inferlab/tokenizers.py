@@ -11,12 +11,32 @@ which:
 - ``pieces(text) -> list[str]`` and ``token_bytes(text) -> list[bytes]``, the
   text and the exact bytes of each token, for showing where the splits fall.
 
-Today the registry holds OpenAI's four byte-level BPE encodings, run by
-``tiktoken`` from the files bundled in ``inferlab/tiktoken_cache`` (no
-network; see ``scripts/build_tiktoken_cache.py``). Other families, such as the
-SentencePiece tokenizers of Llama 2 and 3, plug in by adding a loader to
-``_LOADERS`` that builds a :class:`Tokenizer` from their own encode, decode and
-token-bytes functions.
+The registry holds six tokenizers, all read from files bundled with the
+package (no network at run time):
+
+- OpenAI's four byte-level BPE encodings, ``r50k_base``, ``p50k_base``,
+  ``cl100k_base`` and ``o200k_base``, run by ``tiktoken`` from
+  ``inferlab/tiktoken_cache`` (see ``scripts/build_tiktoken_cache.py``);
+- ``llama2``: the Llama 1/2 SentencePiece BPE tokenizer (32,000 tokens, byte
+  fallback), run by the pure-Python :mod:`inferlab.sentencepiece_bpe`;
+- ``llama3``: the Llama 3 / 3.1 tokenizer (128,000 tokens plus 256 special),
+  a byte-level BPE like OpenAI's, run by ``tiktoken``.
+
+The two Llama tokenizers come from ``inferlab/tokenizer_data`` (see
+``scripts/build_llama_tokenizers.py``). Another family plugs in by adding a
+loader to ``_LOADERS`` that builds a :class:`Tokenizer` from its own encode,
+decode and token-bytes functions.
+
+Beginning-of-sequence token: ``encode`` and ``count`` never add one, so a count
+is the tokens of the text itself. ``Tokenizer.bos_id`` says which id the
+model's own tokenizer puts in front when asked to (Hugging Face's
+``tokenizer.encode`` does by default, which is how LLMPerf counts it).
+
+Leading space: SentencePiece tokenizers (``llama2``) write a space in front of
+every text before cutting it (the "dummy prefix"), so ``"Hello"`` is one token
+``"▁Hello"``, the same as the word inside a sentence. That space belongs to the
+first token, and ``decode`` removes it again; ``token_bytes`` and ``pieces``
+leave it out too, so the pieces still join to the text.
 
 Special tokens: text is always encoded as *plain text*. A document that
 contains the string ``"<|endoftext|>"`` is counted as the ordinary characters
@@ -31,9 +51,15 @@ Used in the tokenizers chapter.
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+
+#: Folder of the bundled Llama tokenizer files (see its README.md).
+TOKENIZER_DATA_DIR = Path(__file__).resolve().parent / "tokenizer_data"
 
 # OpenAI's encodings, oldest first, with the models that use them (source: the
 # model-to-encoding table in tiktoken's ``tiktoken/model.py``).
@@ -55,6 +81,10 @@ class Tokenizer:
     e.g. 100261-100275 in cl100k_base. ``family`` names the algorithm and
     library (``"byte-level BPE (tiktoken)"``). The three callables are the
     backend's own functions, supplied by a loader: call the methods instead.
+    ``bos_id`` is the beginning-of-sequence id the model's tokenizer can put
+    in front (``None`` for OpenAI's encodings, which have none);
+    ``prefix_space`` is True when the tokenizer writes a space before the text
+    (SentencePiece's dummy prefix).
 
     Used in the tokenizers chapter.
     """
@@ -65,6 +95,8 @@ class Tokenizer:
     _encode: Callable[[str], list[int]] = field(repr=False, compare=False)
     _decode: Callable[[Sequence[int]], str] = field(repr=False, compare=False)
     _token_bytes: Callable[[int], bytes] = field(repr=False, compare=False)
+    bos_id: int | None = None
+    prefix_space: bool = False
 
     def encode(self, text: str) -> list[int]:
         """Token ids of ``text``, special-token strings treated as plain text."""
@@ -95,8 +127,16 @@ class Tokenizer:
             ) from error
 
     def token_bytes(self, text: str) -> list[bytes]:
-        """The exact bytes of each token of ``text``; they join to its UTF-8."""
-        return [self._token_bytes(token) for token in self.encode(text)]
+        """The exact bytes of each token of ``text``; they join to its UTF-8.
+
+        For a tokenizer with ``prefix_space`` the first token's leading space
+        (the dummy prefix, not part of the text) is left out, so a first token
+        that is only that space has no bytes (``b""``).
+        """
+        pieces = [self._token_bytes(token) for token in self.encode(text)]
+        if self.prefix_space and pieces and pieces[0].startswith(b" "):
+            pieces[0] = pieces[0][1:]
+        return pieces
 
     def pieces(self, text: str) -> list[str]:
         """The text of each token of ``text``, for showing where the splits fall.
@@ -133,14 +173,82 @@ def _from_tiktoken(encoding_name: str) -> Tokenizer:
     )
 
 
+def _from_sentencepiece() -> Tokenizer:
+    """Llama 1/2: the pure-Python SentencePiece BPE encoder."""
+    from inferlab import sentencepiece_bpe
+
+    model = sentencepiece_bpe.load()
+
+    def encode(text: str) -> list[int]:
+        return model.encode(text, add_bos=False)
+
+    return Tokenizer(
+        name="llama2",
+        vocab_size=model.vocab_size,
+        family="SentencePiece BPE, byte fallback (pure Python)",
+        _encode=encode,
+        _decode=model.decode,
+        _token_bytes=model.token_bytes,
+        bos_id=sentencepiece_bpe.BOS_ID,
+        prefix_space=True,
+    )
+
+
+def llama3_encoding(data_dir: Path | str | None = None):
+    """The Llama 3 / 3.1 tokenizer as a ``tiktoken.Encoding``.
+
+    Llama 3 is a byte-level BPE of the same kind as OpenAI's (its merge order is
+    the rank order of the tokens it makes; ``scripts/build_llama_tokenizers.py``
+    checks this), so tiktoken runs it from ``llama3.tiktoken`` (rank = token id),
+    the split regex and the 256 special tokens in ``llama3.json``.
+
+    Used in chapter 'Tokenizers'.
+    """
+    import tiktoken
+
+    folder = Path(data_dir) if data_dir is not None else TOKENIZER_DATA_DIR
+    meta = json.loads((folder / "llama3.json").read_text(encoding="utf-8"))
+    ranks = {}
+    for line in (folder / "llama3.tiktoken").read_bytes().splitlines():
+        token, rank = line.split(b" ")
+        ranks[base64.b64decode(token)] = int(rank)
+    return tiktoken.Encoding(
+        name="llama3",
+        pat_str=meta["pat_str"],
+        mergeable_ranks=ranks,
+        special_tokens=meta["special_tokens"],
+    )
+
+
+def _from_llama3() -> Tokenizer:
+    encoding = llama3_encoding()
+    return Tokenizer(
+        name="llama3",
+        vocab_size=encoding.n_vocab,
+        family="byte-level BPE (tiktoken)",
+        _encode=encoding.encode_ordinary,
+        _decode=encoding.decode,
+        _token_bytes=encoding.decode_single_token_bytes,
+        bos_id=encoding.encode_single_token("<|begin_of_text|>"),
+    )
+
+
+#: The models that use each Llama tokenizer, from Meta's model cards.
+LLAMA_TOKENIZERS: dict[str, str] = {
+    "llama2": "Llama 1 and Llama 2 (and LLMPerf's counter for every model)",
+    "llama3": "Llama 3, 3.1, 3.2 and 3.3",
+}
+
 # Registry name -> loader. A new family adds its names here.
 _LOADERS: dict[str, Callable[[], Tokenizer]] = {
-    name: functools.partial(_from_tiktoken, name) for name in TIKTOKEN_ENCODINGS
+    **{name: functools.partial(_from_tiktoken, name) for name in TIKTOKEN_ENCODINGS},
+    "llama2": _from_sentencepiece,
+    "llama3": _from_llama3,
 }
 
 
 def available_tokenizers() -> tuple[str, ...]:
-    """Names :func:`get_tokenizer` accepts, oldest first.
+    """Names :func:`get_tokenizer` accepts: OpenAI's oldest first, then Llama 2 and 3.
 
     Used in the tokenizers chapter.
     """

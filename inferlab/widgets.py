@@ -105,9 +105,8 @@ class Explorer:
         Raises ``ValueError`` from ``compute`` before anything is drawn.
         """
         result = self.compute(**values)
-        text = self.render(result)
-        self.figure.canvas.draw_idle()
-        return text
+        # No draw here: showing the figure renders it, and a second render would double the cost.
+        return self.render(result)
 
     def refresh(self) -> None:
         """Recompute from the controls and show the figure, or the error instead of it."""

@@ -38,12 +38,12 @@ def main() -> int:
     shutil.copy(ROOT / "_config.yml", src / "_config.yml")
     for folder in ("_ext", "_static"):
         shutil.copytree(ROOT / "book" / folder, src / "book" / folder)
-    for page in ("glossary.md", "bibliography.md", "references.bib"):
+    for page in ("glossary.md", "bibliography.md", "data_appendix.md", "references.bib"):
         shutil.copy(ROOT / "book" / page, src / "book" / page)
     shutil.copy(chapter, src / "book" / chapter.name)
     (src / "_toc.yml").write_text(
         f"format: jb-book\nroot: book/{chapter.stem}\nchapters:\n"
-        "  - file: book/glossary\n  - file: book/bibliography\n"
+        "  - file: book/glossary\n  - file: book/bibliography\n  - file: book/data_appendix\n"
     )
     command = [*JUPYTER_BOOK, "build", str(src),
                "--path-output", str(out), "-W", "-n", "--keep-going"]

@@ -12,15 +12,15 @@ from inferlab.speculative import (
     acceptance_rate_for_speedup,
     best_draft_tokens,
     expected_tokens_per_step,
+    least_acceptance_for_speedup,
     speculative_decoding,
     speedup,
 )
 from inferlab.timing import (
-    arithmetic_intensity_flop_per_byte,
     clocks,
     decode_only_rate_tok_per_s,
+    decode_rate_from_rate_with_ttft_tok_per_s,
     output_tokens_for_fraction,
-    phase_roofline,
     rate_with_ttft_tok_per_s,
     reading_rate_tok_per_s,
     reconcile,
@@ -91,6 +91,20 @@ def test_a_larger_ttft_never_raises_the_rate(n, decode):
     assert rates[0] == pytest.approx(decode)  # no TTFT: the decode rate itself
 
 
+@pytest.mark.parametrize("n", [1, 50, 150, 1000])
+@pytest.mark.parametrize("ttft", TTFTS)
+def test_decode_rate_from_rate_with_ttft_inverts_the_reconciliation(n, ttft):
+    rate = rate_with_ttft_tok_per_s(n, ttft, 270)
+    assert decode_rate_from_rate_with_ttft_tok_per_s(rate, n, ttft) == pytest.approx(270)
+
+
+def test_published_median_rate_implies_a_decode_rate_near_the_e2e_estimate():
+    published = result("llmperf-groq-l2-70b-throughput")["value"]
+    ttft = result("llmperf-groq-l2-70b-ttft")["value"]
+    r = decode_rate_from_rate_with_ttft_tok_per_s(published, 150, ttft)
+    assert r == pytest.approx(257.3, rel=0.02)
+
+
 @pytest.mark.parametrize("fraction", [0.5, 0.9, 0.95, 0.99])
 @pytest.mark.parametrize("ttft", TTFTS[1:])
 def test_output_tokens_for_fraction_inverts_the_rate(fraction, ttft):
@@ -130,23 +144,6 @@ def test_reconcile_gives_the_curve_and_the_ttft_for_the_target():
     assert r.ttft_for_target_s == pytest.approx(0.2553, abs=1e-4)
     assert np.all(np.diff(r.curve_rate_tok_per_s) > 0)
     assert math.isnan(reconcile(150, 0.22, 100, target_tok_per_s=185).ttft_for_target_s)
-
-
-def test_arithmetic_intensity_of_the_two_phases():
-    assert arithmetic_intensity_flop_per_byte(1, 2) == 1.0  # decode, batch 1, 16-bit weights
-    assert arithmetic_intensity_flop_per_byte(550, 2) == 550.0  # prefill of 550 tokens
-    assert arithmetic_intensity_flop_per_byte(1, 4) == 0.5
-
-
-def test_phase_roofline_puts_decode_on_memory_and_long_prefill_on_compute():
-    # A 70B model at 2 bytes on H100-like peaks (989 TFLOP/s, 3.35 TB/s).
-    decode = phase_roofline(70e9, 1, 2, 989e12, 3.35e12)
-    prefill = phase_roofline(70e9, 2048, 2, 989e12, 3.35e12)
-    assert decode.bound == "memory"
-    assert decode.pass_time_s == pytest.approx(140e9 / 3.35e12)
-    assert prefill.bound == "compute"
-    assert prefill.tokens_per_s == pytest.approx(989e12 / (2 * 70e9))
-    assert prefill.tokens_per_s > 100 * decode.tokens_per_s
 
 
 def test_reading_speed_conversions():
@@ -199,6 +196,17 @@ def test_cerebras_claim_needs_high_acceptance():
     assert acceptance_rate_for_speedup(claimed, 8, 0.05) > 0.9
 
 
+def test_least_acceptance_is_the_minimum_over_draft_lengths():
+    target = 2100 / 450
+    a, k = least_acceptance_for_speedup(target, 0.05)
+    assert (round(a, 3), k) == (0.9, 13)
+    for other in range(17):
+        if target <= (other + 1) / (1 + other * 0.05):
+            assert acceptance_rate_for_speedup(target, other, 0.05) >= a
+    with pytest.raises(ValueError, match="target_speedup"):
+        least_acceptance_for_speedup(20, 0.05, max_draft_tokens=16)
+
+
 def test_best_draft_tokens_grows_with_acceptance():
     ks = [best_draft_tokens(a, 0.05) for a in (0.3, 0.6, 0.8, 0.9, 0.95)]
     assert ks == sorted(ks)
@@ -226,13 +234,14 @@ def test_speculative_estimate_multiplies_the_base_rate():
         (lambda: request_timeline(0, 10, 100, prefill_tok_per_s=1000), "prompt_tokens"),
         (lambda: request_timeline(10, 10, 100, prefill_tok_per_s=-1), "prefill_tok_per_s"),
         (lambda: output_tokens_for_fraction(1.0, 0.2, 270), "fraction"),
-        (lambda: arithmetic_intensity_flop_per_byte(1, 0), "bytes_per_param"),
-        (lambda: phase_roofline(70e9, 1, 2, "fast", 1e12), "flop_per_s"),
         (lambda: reading_rate_tok_per_s(240, 0), "words_per_token"),
         (lambda: expected_tokens_per_step(1.2, 4), "acceptance_rate"),
         (lambda: expected_tokens_per_step(0.5, -1), "draft_tokens"),
         (lambda: speedup(0.5, 4, 1.5), "draft_cost_ratio"),
         (lambda: speculative_decoding(0.5, 4, 0.1, 0), "base_decode_tok_per_s"),
+        (lambda: decode_rate_from_rate_with_ttft_tok_per_s(1000, 150, 0.222),
+         "rate_with_ttft_tok_per_s"),
+        (lambda: least_acceptance_for_speedup(3, -0.1), "draft_cost_ratio"),
     ],
 )
 def test_bad_arguments_raise_errors_naming_them(call, argument):

@@ -1,0 +1,308 @@
+"""The serving simulator: closed forms it reproduces, properties it keeps, errors it raises."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inferlab import simulator as sim
+from inferlab.steptime import replica, steady_state
+from inferlab.workload import Lengths, make_requests
+
+H200 = "NVIDIA H200 SXM"
+
+
+@pytest.fixture(scope="module")
+def rep():
+    return replica("Llama 2 70B", H200, 1, "fp8", memory_efficiency=0.65,
+                   compute_efficiency=0.65, step_overhead_s=0.001)
+
+
+# ---- closed forms ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("batch", [1, 16, 64, 400])
+def test_a_full_static_batch_takes_exactly_the_step_time_models_sum(rep, batch):
+    prompt, output = 500, 200
+    requests = make_requests(batch, Lengths(prompt), Lengths(output), arrival="all_at_once")
+    run = sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=batch))
+    expected = rep.step_s(batch * prompt, batch * prompt) + sum(
+        rep.step_s(batch * (prompt + 1 + j), batch) for j in range(output - 1))
+    assert run.makespan_s == pytest.approx(expected, rel=1e-12)
+    assert run.throughput_tok_s == pytest.approx(batch * output / expected, rel=1e-12)
+    assert np.all(run.ttft_s == pytest.approx(rep.step_s(batch * prompt, batch * prompt)))
+
+
+def test_continuous_batching_of_a_full_batch_is_the_same_closed_form(rep):
+    batch, prompt, output = 64, 500, 200
+    requests = make_requests(batch, Lengths(prompt), Lengths(output), arrival="all_at_once")
+    static = sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=batch))
+    continuous = sim.simulate(rep, requests, sim.Scheduler(
+        max_batch=batch, chunked_prefill=False, token_budget=batch * prompt))
+    assert continuous.makespan_s == pytest.approx(static.makespan_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_a_lightly_loaded_server_gives_ttft_of_one_prefill_and_tpot_of_one_decode_step(
+        rep, chunked):
+    prompt, output = 500, 200
+    requests = make_requests(200, Lengths(prompt), Lengths(output), rate_per_s=0.02, seed=3)
+    run = sim.simulate(rep, requests, sim.Scheduler(chunked_prefill=chunked))
+    assert np.median(run.ttft_s) == pytest.approx(rep.prefill_s(prompt), rel=1e-9)
+    # Alone in the batch, every decode step reads the weights and a growing cache.
+    steps = [rep.decode_step_s(1, prompt + 1 + j) for j in range(output - 1)]
+    assert np.median(run.tpot_s) == pytest.approx(np.mean(steps), rel=1e-9)
+
+
+def test_steady_closed_loop_agrees_with_the_closed_form_when_every_step_is_compute_bound(rep):
+    # Above the ridge even a decode-only step is compute-bound, so step times add up exactly
+    # as the closed form's: only the start and the end of the run differ.
+    concurrency = 2 * int(rep.ridge_tokens)
+    requests = make_requests(20000, Lengths(500, 0.5), Lengths(200, 0.5), arrival="closed",
+                             concurrency=concurrency, seed=3)
+    run = sim.simulate(rep, requests, sim.Scheduler(max_batch=512, token_budget=2048))
+    closed = steady_state(rep, concurrency, requests.prompt_tokens.mean(),
+                          requests.output_tokens.mean())
+    assert run.throughput_tok_s == pytest.approx(closed.aggregate_tok_s[0], rel=0.02)
+
+
+@pytest.mark.parametrize("concurrency", [4, 16, 64, 128, 256])
+def test_the_closed_form_is_an_upper_bound_on_simulated_throughput(rep, concurrency):
+    # Spreading prefill evenly over steps (the closed form) is the best any schedule can do:
+    # a real step that carries a prompt chunk is compute-bound while the others are not.
+    requests = make_requests(4000, Lengths(500, 0.5), Lengths(200, 0.5), arrival="closed",
+                             concurrency=concurrency, seed=5)
+    run = sim.simulate(rep, requests, sim.Scheduler(max_batch=256, token_budget=2048))
+    closed = steady_state(rep, concurrency, requests.prompt_tokens.mean(),
+                          requests.output_tokens.mean())
+    assert run.throughput_tok_s <= closed.aggregate_tok_s[0] * 1.02
+
+
+def test_one_user_one_request_after_another(rep):
+    requests = make_requests(20, Lengths(300), Lengths(50), arrival="closed", concurrency=1)
+    run = sim.simulate(rep, requests)
+    assert np.all(run.arrival_s[1:] == run.finish_s[:-1])
+    assert np.all(run.ttft_s == pytest.approx(rep.prefill_s(300)))
+
+
+# ---- token times ----------------------------------------------------------------------
+
+
+def _check_token_times(run, indices):
+    for i in indices:
+        times = run.token_times_s(i)
+        assert len(times) == run.output_tokens[i]
+        assert times[0] == run.first_token_s[i]
+        assert times[-1] == pytest.approx(run.finish_s[i], rel=1e-9)
+        assert np.all(np.diff(times) > 0)
+
+
+def test_every_token_has_a_time_from_first_token_to_finish(rep):
+    requests = make_requests(1500, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                             rate_per_s=10, seed=1)
+    for scheduler in (sim.Scheduler(), sim.Scheduler(chunked_prefill=False),
+                      sim.Scheduler(kind="static", max_batch=32)):
+        _check_token_times(sim.simulate(rep, requests, scheduler), range(0, 1500, 31))
+
+
+def test_preempted_requests_still_produce_every_token(rep):
+    small = replica("Llama 2 13B", "NVIDIA H100 SXM", 1, "fp16", memory_efficiency=0.65,
+                    compute_efficiency=0.65, step_overhead_s=0.001)
+    requests = make_requests(1500, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                             arrival="all_at_once", seed=2)
+    run = sim.simulate(small, requests, sim.Scheduler(max_batch=256))
+    preempted = np.flatnonzero(run.preemptions)
+    assert preempted.size > 0
+    _check_token_times(run, preempted[:40])
+    assert np.all(np.isfinite(run.finish_s))
+
+
+# ---- determinism and properties ---------------------------------------------------------
+
+
+def test_same_seed_same_result_and_another_seed_another(rep):
+    def run(seed):
+        requests = make_requests(800, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                                 rate_per_s=8, seed=seed)
+        return sim.simulate(rep, requests)
+
+    first, again, other = run(7), run(7), run(8)
+    for name in ("arrival_s", "first_token_s", "finish_s", "output_tokens"):
+        assert np.array_equal(getattr(first, name), getattr(again, name))
+    assert not np.array_equal(first.finish_s, other.finish_s)
+
+
+def test_more_batch_never_lowers_throughput_while_memory_bound(rep):
+    ridge = int(rep.ridge_tokens)
+    rates = []
+    for batch in range(1, ridge // 2, 4):
+        requests = make_requests(batch, Lengths(64), Lengths(128), arrival="all_at_once")
+        rates.append(sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=batch))
+                     .throughput_tok_s)
+    assert np.all(np.diff(rates) > 0)
+
+
+def test_higher_load_never_lowers_p99_ttft(rep):
+    base = make_requests(3000, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                         rate_per_s=1.0, seed=11)
+    saturation = sim.offline_throughput(rep, base).requests_per_s
+    for scheduler in (sim.Scheduler(max_batch=128), sim.Scheduler(chunked_prefill=False)):
+        p99 = [sim.simulate(rep, base.at_rate(load * saturation), scheduler)
+               .percentile("ttft", 99) for load in np.linspace(0.1, 1.1, 11)]
+        assert np.all(np.diff(p99) >= -1e-9), p99
+
+
+def test_continuous_batching_beats_static_on_the_same_arrivals(rep):
+    requests = make_requests(2000, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                             rate_per_s=5, seed=4)
+    static = sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=64))
+    continuous = sim.simulate(rep, requests, sim.Scheduler(max_batch=64))
+    assert continuous.percentile("ttft", 50) < static.percentile("ttft", 50) / 10
+    assert static.wasted_fraction > 0.3
+    assert continuous.wasted_fraction == 0
+
+
+def test_paged_memory_fits_more_requests_than_reserving_for_the_longest_output():
+    small = replica("Llama 2 13B", "NVIDIA H100 SXM", 1, "fp16", memory_efficiency=0.65,
+                    compute_efficiency=0.65, step_overhead_s=0.001)
+    requests = make_requests(3000, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                             arrival="all_at_once", seed=3)
+    reserve = sim.simulate(small, requests, sim.Scheduler(kv_policy="reserve",
+                                                          reserve_output_tokens=3072))
+    paged = sim.simulate(small, requests, sim.Scheduler())
+    assert paged.step_batch.mean() > 2 * reserve.step_batch.mean()
+    assert paged.throughput_tok_s > 2 * reserve.throughput_tok_s
+
+
+def test_a_fixed_shape_server_wastes_work_and_runs_identical_decode_steps(rep):
+    requests = make_requests(1500, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                             rate_per_s=3, seed=6)
+    shape = sim.FixedShape(prompt_buckets=(128, 256, 512, 1024), batch_buckets=(64,),
+                           context_tokens=2048)
+    fixed = sim.simulate(rep, requests, sim.Scheduler(max_batch=64, chunked_prefill=False,
+                                                      kv_policy="reserve", fixed_shape=shape))
+    gpu = sim.simulate(rep, requests, sim.Scheduler(max_batch=64))
+    assert fixed.wasted_fraction > 0.2
+    decode = fixed.step_duration_s[fixed.step_prefill_tokens == 0]
+    assert np.ptp(decode) < 1e-12  # deterministic: every decode step the same
+    gpu_decode = gpu.step_duration_s[gpu.step_prefill_tokens == 0]
+    assert np.ptp(gpu_decode) > 1e-4
+    assert fixed.percentile("ttft", 99) > gpu.percentile("ttft", 99)
+
+
+# ---- latency-bounded throughput ---------------------------------------------------------
+
+
+def test_the_highest_rate_within_bounds_meets_them_and_tighter_bounds_allow_less(rep):
+    base = make_requests(2000, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                         rate_per_s=1.0, seed=2)
+    server = sim.max_rate_within(rep, base, 2.0, 0.2, iterations=8)
+    interactive = sim.max_rate_within(rep, base, 0.45, 0.04, iterations=8)
+    assert sim.meets_bounds(server.result, 2.0, 0.2)
+    assert sim.meets_bounds(interactive.result, 0.45, 0.04)
+    assert 0 < interactive.rate_per_s < server.rate_per_s
+    assert server.throughput_tok_s == pytest.approx(
+        server.rate_per_s * base.output_tokens.mean())
+
+
+def test_fit_efficiency_recovers_the_efficiency_that_made_the_target():
+    requests = make_requests(2000, Lengths(300, 1.0, 1, 1024), Lengths(294, 1.0, 1, 1024),
+                             rate_per_s=1.0, seed=2)
+
+    def measure(efficiency):
+        rep = replica("Llama 2 70B", H200, 1, "fp8", memory_efficiency=efficiency,
+                      compute_efficiency=efficiency)
+        return sim.offline_throughput(rep, requests).throughput_tok_s
+
+    assert sim.fit_efficiency(measure, measure(0.42), iterations=25) == pytest.approx(0.42,
+                                                                                      abs=1e-4)
+    with pytest.raises(ValueError, match="target"):
+        sim.fit_efficiency(measure, measure(1.0) * 2)
+
+
+# ---- errors -----------------------------------------------------------------------------
+
+
+def test_bad_input_raises_clear_errors(rep):
+    lengths = Lengths(300)
+    with pytest.raises(ValueError, match="rate_per_s"):
+        make_requests(10, lengths, lengths, rate_per_s=-1)
+    with pytest.raises(ValueError, match="rate_per_s"):
+        make_requests(10, lengths, lengths)
+    with pytest.raises(ValueError, match="n"):
+        make_requests(0, lengths, lengths, rate_per_s=1)
+    with pytest.raises(ValueError, match="arrival"):
+        make_requests(10, lengths, lengths, arrival="bursty")
+    with pytest.raises(ValueError, match="concurrency"):
+        make_requests(10, lengths, lengths, arrival="closed", concurrency=0)
+    with pytest.raises(ValueError, match="mean_tokens"):
+        Lengths(0)
+    with pytest.raises(ValueError, match="cv"):
+        Lengths(100, cv=-0.5)
+    with pytest.raises(ValueError, match="max_tokens"):
+        Lengths(100, min_tokens=10, max_tokens=5)
+    with pytest.raises(ValueError, match="max_batch"):
+        sim.Scheduler(max_batch=0)
+    with pytest.raises(ValueError, match="kind"):
+        sim.Scheduler(kind="greedy")
+    with pytest.raises(ValueError, match="kv_policy"):
+        sim.Scheduler(kv_policy="swap")
+    with pytest.raises(ValueError, match="token_budget"):
+        sim.Scheduler(max_batch=512, token_budget=256)
+    with pytest.raises(ValueError, match="batch_timeout_s"):
+        sim.Scheduler(kind="static", batch_timeout_s=-1)
+    with pytest.raises(ValueError, match="fixed_shape"):
+        sim.Scheduler(fixed_shape=sim.FixedShape())
+    with pytest.raises(ValueError, match="prompt_buckets"):
+        sim.FixedShape(prompt_buckets=(512, 256))
+
+
+def test_requests_that_cannot_fit_the_kv_budget_are_refused(rep):
+    huge = make_requests(5, Lengths(rep.kv_capacity_tokens), Lengths(10), rate_per_s=1)
+    with pytest.raises(ValueError, match="KV capacity"):
+        sim.simulate(rep, huge)
+    long_output = make_requests(5, Lengths(100), Lengths(2000), rate_per_s=1)
+    with pytest.raises(ValueError, match="reserve_output_tokens"):
+        sim.simulate(rep, long_output, sim.Scheduler(kv_policy="reserve",
+                                                     reserve_output_tokens=1000))
+    too_long = make_requests(5, Lengths(3000), Lengths(10), rate_per_s=1)
+    shape = sim.Scheduler(max_batch=64, chunked_prefill=False, kv_policy="reserve",
+                          fixed_shape=sim.FixedShape())
+    with pytest.raises(ValueError, match="compiled"):
+        sim.simulate(rep, too_long, shape)
+
+
+def test_result_helpers_check_their_arguments(rep):
+    run = sim.simulate(rep, make_requests(50, Lengths(100), Lengths(20), rate_per_s=1))
+    with pytest.raises(ValueError, match="metric"):
+        run.percentile("latency", 99)
+    with pytest.raises(ValueError, match="q"):
+        run.percentile("ttft", 101)
+    with pytest.raises(ValueError, match="i"):
+        run.token_times_s(50)
+    summary = run.summary()
+    assert summary["ttft_p99_s"] >= summary["ttft_p50_s"]
+
+
+def test_the_tail_explorer_refuses_bad_sliders_and_its_tail_grows_with_load():
+    with pytest.raises(ValueError, match="load"):
+        sim.tail_explorer_compute(load=-0.5)
+    with pytest.raises(ValueError, match="max_batch"):
+        sim.tail_explorer_compute(max_batch=0)
+    with pytest.raises(ValueError, match="output_cv"):
+        sim.tail_explorer_compute(output_cv=-1)
+    low, high = sim.tail_explorer_compute(load=0.3), sim.tail_explorer_compute(load=1.1)
+    assert high.percentiles["ttft_p99"] > 3 * low.percentiles["ttft_p99"]
+    assert high.percentiles["ttft_p99.9"] >= high.percentiles["ttft_p99"]
+
+
+def test_rescaling_poisson_arrivals_keeps_the_requests_and_sets_the_rate():
+    base = make_requests(1000, Lengths(300, 1.0), Lengths(200, 1.0), rate_per_s=3.0, seed=9)
+    faster = base.at_rate(12.0)
+    assert np.array_equal(faster.prompt_tokens, base.prompt_tokens)
+    assert len(faster) / faster.arrival_s[-1] == pytest.approx(12.0)
+    assert np.allclose(faster.arrival_s * 4, base.at_rate(3.0).arrival_s)
+    with pytest.raises(ValueError, match="rate_per_s"):
+        base.at_rate(0)
+    with pytest.raises(ValueError, match="kind"):
+        make_requests(10, Lengths(10), Lengths(10), arrival="all_at_once").at_rate(1.0)

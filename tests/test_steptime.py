@@ -1,0 +1,146 @@
+"""The step-time model of one replica: its pieces, its regimes, its closed forms and its errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from inferlab import steptime as st
+from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
+from inferlab.parallel import ring_allreduce_s
+from inferlab.specs import chip, model
+
+H200 = "NVIDIA H200 SXM"
+H100 = "NVIDIA H100 SXM"
+B200 = "NVIDIA B200"
+
+
+def test_llama2_70b_fp8_on_one_h200_has_the_published_shape():
+    rep = st.replica("Llama 2 70B", H200, 1, "fp8")
+    spec = model("Llama 2 70B")
+    assert rep.weight_bytes == pytest.approx(spec.params_total)  # one byte per parameter
+    assert rep.kv_bytes_per_token == 2 * 80 * 8 * 128  # K and V, 80 layers, 8 KV heads of 128
+    usable = chip(H200).memory_capacity_bytes * (1 - ACTIVATION_RESERVE_FRACTION)
+    assert rep.kv_capacity_tokens == int((usable - spec.params_total) // rep.kv_bytes_per_token)
+    assert rep.flop_per_token == pytest.approx(2 * spec.params_active)
+    assert rep.allreduce_s(1000) == 0.0  # one chip: no all-reduce
+
+
+def test_batch_1_decode_is_the_bandwidth_floor_plus_overhead():
+    rep = st.replica("Llama 2 70B", H200, 1, "fp8", step_overhead_s=0.002)
+    bandwidth = chip(H200).memory_bandwidth_bytes_per_s
+    floor = (rep.weight_bytes + rep.kv_bytes_per_token * 1000) / bandwidth
+    assert rep.decode_step_s(1, 1000) == pytest.approx(floor + 0.002)
+
+
+def test_step_is_the_slower_of_memory_and_compute():
+    rep = st.replica("Llama 2 70B", H200, 1, "fp8")
+    small, large = rep.decode_step_s(8, 500), rep.decode_step_s(4096, 500)
+    assert small == pytest.approx(float(rep.memory_s(8 * 500)))
+    assert large == pytest.approx(float(rep.compute_s(4096)))
+    # The ridge: compute of the ridge's tokens equals the weights' memory time.
+    assert float(rep.compute_s(rep.ridge_tokens)) == pytest.approx(float(rep.memory_s(0)))
+
+
+def test_efficiency_factors_scale_their_own_resource_only():
+    base = st.replica("Llama 2 70B", H200, 1, "fp8")
+    slow = base.with_efficiency(memory_efficiency=0.5, compute_efficiency=0.25)
+    assert float(slow.memory_s(1000)) == pytest.approx(2 * float(base.memory_s(1000)))
+    assert float(slow.compute_s(1000)) == pytest.approx(4 * float(base.compute_s(1000)))
+    assert slow.ridge_tokens == pytest.approx(base.ridge_tokens / 2)
+
+
+def test_tensor_parallel_splits_memory_and_adds_the_ring_allreduces():
+    one = st.replica("Llama 2 70B", H200, 1, "fp8")
+    eight = st.replica("Llama 2 70B", H200, 8, "fp8")
+    assert float(eight.memory_s(0)) == pytest.approx(float(one.memory_s(0)) / 8)
+    spec, hw = model("Llama 2 70B"), chip(H200)
+    expected = 2 * spec.layers * ring_allreduce_s(64 * spec.hidden_size * 2.0, 8,
+                                                   hw.interconnect_bytes_per_s)
+    assert float(eight.allreduce_s(64)) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("chip_name", [H100, H200, B200])
+def test_more_batch_never_lowers_aggregate_throughput_while_memory_bound(chip_name):
+    rep = st.replica("Llama 2 70B", chip_name, 2, "fp8", step_overhead_s=0.001)
+    batches = np.arange(1, int(rep.ridge_tokens))
+    for context in (128, 1024, 4096):
+        aggregate = batches / rep.decode_step_s(batches, context)
+        per_user = 1 / rep.decode_step_s(batches, context)
+        assert np.all(np.diff(aggregate) > 0)
+        assert np.all(np.diff(per_user) <= 0)
+
+
+def test_bad_input_names_the_argument():
+    with pytest.raises(ValueError, match="tp"):
+        st.replica("Llama 2 70B", H200, 0)
+    with pytest.raises(ValueError, match="compute_efficiency"):
+        st.replica("Llama 2 70B", H200, 1, compute_efficiency=1.5)
+    with pytest.raises(ValueError, match="memory_efficiency"):
+        st.replica("Llama 2 70B", H200, 1, memory_efficiency=0)
+    with pytest.raises(ValueError, match="step_overhead_s"):
+        st.replica("Llama 2 70B", H200, 1, step_overhead_s=-1e-3)
+    with pytest.raises(ValueError, match="precision"):
+        st.replica("Llama 2 70B", H200, 1, "fp5")
+    with pytest.raises(ValueError, match="name"):
+        st.replica("Llama 2 70B", "No Such Chip", 1)
+
+
+def test_a_model_that_leaves_no_room_for_the_cache_is_refused_with_the_chips_it_needs():
+    with pytest.raises(ValueError, match=r"tp: .* give tp >= 2"):
+        st.replica("Llama 2 70B", H100, 1, "fp16")
+    assert st.replica("Llama 2 70B", H100, 2, "fp16").kv_capacity_tokens > 0
+
+
+def test_steady_state_matches_its_formula_and_flags_what_does_not_fit():
+    rep = st.replica("Llama 2 70B", H200, 1, "fp8", step_overhead_s=0.001)
+    state = st.steady_state(rep, [1, 64, 5000], 300, 300)
+    expected = rep.step_s(64 * (300 + 150), 64 * 2)
+    assert state.step_s[1] == pytest.approx(expected)
+    assert state.aggregate_tok_s[1] == pytest.approx(64 / expected)
+    assert list(state.fits) == [True, True, False]
+    assert state.bound[0] == "memory" and state.bound[2] == "compute"
+    with pytest.raises(ValueError, match="concurrency"):
+        st.steady_state(rep, [0], 300, 300)
+    with pytest.raises(ValueError, match="output_tokens"):
+        st.steady_state(rep, [1], 300, 0)
+
+
+def test_a_tighter_per_user_bound_never_allows_more_throughput():
+    rep = st.replica("Llama 2 70B", H200, 1, "fp8", step_overhead_s=0.005)
+    state = st.steady_state(rep, st.CONCURRENCY_GRID, 300, 294)
+    allowed = [st.throughput_at_bound(state, bound) for bound in (1, 5, 10, 25, 50, 100)]
+    assert all(a >= b for a, b in zip(allowed, allowed[1:], strict=False))
+    with pytest.raises(ValueError, match="min_per_user_tok_s"):
+        st.throughput_at_bound(state, -1)
+
+
+def test_pareto_front_keeps_only_undominated_points():
+    x, y = st.pareto_front([1, 2, 3, 2.5, 0.5], [10, 8, 2, 1, 9])
+    assert list(x) == [1, 2, 3]
+    assert list(y) == [10, 8, 2]
+
+
+def test_fronts_rank_the_chips_as_their_specs_do():
+    fronts = {name: st.interactivity_front(name, efficiency=0.65, step_overhead_s=0.001)
+              for name in (H100, H200, B200)}
+    for bound in (5, 25, 50):
+        h100, h200, b200 = (fronts[name].throughput_at(bound) for name in (H100, H200, B200))
+        assert h200 >= h100  # same compute, more bandwidth and memory
+        assert b200 > h200
+    # The front falls as interactivity rises: a faster user costs throughput.
+    front = fronts[H200]
+    assert np.all(np.diff(front.per_user_tok_s) > 0)
+    assert np.all(np.diff(front.per_chip_tok_s) <= 0)
+
+
+def test_per_step_overhead_is_what_makes_the_interactive_bound_cost_throughput():
+    free = st.curve_explorer_compute(step_overhead_ms=0.0)
+    costly = st.curve_explorer_compute(step_overhead_ms=10.0)
+    for name in st.CURVE_CHIPS:
+        assert 0 <= free.drop(name) < 0.05
+        assert costly.drop(name) > free.drop(name) + 0.1
+    with pytest.raises(ValueError, match="step_overhead_ms"):
+        st.curve_explorer_compute(step_overhead_ms=-1)
+    with pytest.raises(ValueError, match="efficiency"):
+        st.curve_explorer_compute(efficiency=0)
