@@ -11,17 +11,30 @@ shapes. That is what the engine is for: the chapters "prefill and decode",
 own machine and compare the times with the floors the roofline predicts.
 
 Weights and activations are float32. Real deployments store bf16 or fp16
-weights, but NumPy has no fast half-precision matrix multiply (it converts
-float16 element by element instead of calling BLAS, many times slower than
-float32), so float32 is the precision in which a NumPy engine reaches the
-memory bandwidth and FLOP/s of the machine. Every byte count in this module is
-therefore 4 bytes per number; multiply by 0.5 for what a bf16 model would read.
+weights, but NumPy has no fast half-precision matrix multiply: BLAS has no
+float16 routine, so NumPy runs float16 products in its own scalar loop
+(measured: a 256 x 2048 by 2048 x 2048 product ran at 0.5 GFLOP/s in float16
+and 244 GFLOP/s in float32 on a 2-core EPYC). Float32 is the precision in which
+a NumPy engine reaches the memory bandwidth and FLOP/s of the machine. Every
+byte count in this module is therefore 4 bytes per number; multiply by 0.5 for
+what a bf16 model would read.
 
-The weight matrices are stored as ``(out_features, in_features)``, the layout of
-PyTorch checkpoints, and applied as ``x @ W.T``. With one token (batch-1 decode)
-NumPy hands this to BLAS as a matrix-vector product (GEMV), which streams the
-weights at the machine's full read bandwidth; measured on a 2-core EPYC with
-OpenBLAS 0.3 it beat the ``(in, out)`` layout by up to 1.5x on narrow matrices.
+Layer weights are stored ``(in_features, out_features)`` and applied as
+``x @ W``, as the equations are written, and the tied embedding likewise as the
+output head's ``(width, vocab)`` (a token's embedding is a column). The layout
+was chosen by measurement (2-core EPYC, OpenBLAS 0.3, float32). At batch 1
+NumPy hands ``x @ W`` to BLAS as a matrix-vector product (GEMV), which streams
+weights at 45-70 GB/s. At batch 2-16 it is a matrix product with a few rows
+(small-M GEMM), which OpenBLAS runs by repacking the weights into its blocked
+layout: 18-22 GB/s of weights from memory and only 31-35 GB/s with the weights
+already in cache, so batch-8 decode is bound by repacking and arithmetic, not
+by bandwidth. The PyTorch layout ``(out, in)`` with ``x @ W.T`` made batch-1
+decode about 9% faster and batch-8 decode 6-10% slower; ``(in, out)`` is the
+better compromise for a lab about batching. Splitting weights into cache-sized
+panels, the usual advice against repacking, did not pay: 10-15% faster for a
+``(vocab, width)`` head at batch 8, no faster or slower for ``(in, out)``
+matrices.
+
 Sizes are named in :data:`SIZES`; :func:`estimate` gives the memory and time a
 size needs before anything is allocated, and :class:`Engine` refuses a size that
 would not fit in free memory.
@@ -37,11 +50,15 @@ from pathlib import Path
 
 import numpy as np
 
-BYTES_PER_NUMBER = 4  # float32: see the module docstring for why not float16.
+#: Bytes per weight, activation and cached key or value (float32; see above for why).
+BYTES_PER_NUMBER = 4
 DTYPE = np.float32
 
-# Leave room for the notebook, the plotting library and the OS: a size must fit
-# in this fraction of the memory the kernel reports as available.
+#: The size the chapters build unless the reader picks another (see :data:`SIZES`).
+DEFAULT_SIZE = "small"
+
+#: A size must fit in this fraction of the memory the OS reports as available,
+#: leaving room for the notebook, the plotting library and the OS itself.
 FREE_MEMORY_FRACTION = 0.8
 
 
@@ -97,8 +114,11 @@ class EngineConfig:
             raise ValueError(f"norm_eps: got {self.norm_eps!r}; must be > 0")
 
     @classmethod
-    def named(cls, name: str) -> EngineConfig:
-        """The size called ``name`` in :data:`SIZES`; ``ValueError`` lists the names."""
+    def named(cls, name: str = DEFAULT_SIZE) -> EngineConfig:
+        """The size called ``name`` in :data:`SIZES` (:data:`DEFAULT_SIZE` if none).
+
+        Raises ``ValueError`` listing the names for an unknown one.
+        """
         if name not in SIZES:
             raise ValueError(f"name: unknown size {name!r}; known: {', '.join(SIZES)}")
         return SIZES[name]
@@ -114,13 +134,13 @@ class EngineConfig:
 
     @property
     def layer_matmul_params(self) -> int:
-        """Weights one token multiplies by in one layer: QKV, output, gate/up and down."""
+        """Weights one token multiplies by in one layer (QKV, output, gate/up and down)."""
         d, f = self.model_width, self.mlp_width
         return d * (d + 2 * self.kv_width) + d * d + 3 * d * f
 
     @property
     def params(self) -> int:
-        """Every parameter: tied embedding, layers (with their two RMSNorm gains), final norm."""
+        """Every parameter (tied embedding, layers with their two RMSNorm gains, final norm)."""
         d = self.model_width
         return self.vocab_size * d + self.layers * (self.layer_matmul_params + 2 * d) + d
 
@@ -131,40 +151,38 @@ class EngineConfig:
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """Bytes one token adds to the KV cache: keys and values, every layer, float32."""
+        """Bytes one token adds to the KV cache (keys and values, every layer, float32)."""
         return 2 * self.layers * self.kv_width * BYTES_PER_NUMBER
 
 
-# Width and depth are chosen so each layer's weights are tens of MiB: a decode
-# step then spends its time streaming weights, not in the ~40 NumPy calls of
-# Python overhead per layer (a few microseconds each), which a many-thin-layers
-# model at the same size would pay 4-8x as often.
+#: The named sizes. Width and depth are chosen so each layer's weights are tens
+#: of MiB: a decode step then spends its time streaming weights, not in the ~40
+#: NumPy calls per layer (a few microseconds each) that a model of many thin
+#: layers would pay more often. Measured on a 2-core EPYC (32 MiB L3, ~50 GB/s,
+#: ~250 GFLOP/s): "tiny" (0.5 MiB of weights) runs any cell in well under a
+#: second and is for tests; "small" (236 MiB, 7x that cache, so decode reads from
+#: DRAM) builds in about 1 s, decodes a batch-1 step in about 5 ms and makes a
+#: TTFT sweep over 64-512 prompt tokens with 5 repeats a 4 s cell; "medium"
+#: (1.25 GiB) makes that cell 15 s; "large" (4.6 GiB, the shape of Llama 3.2 1B
+#: in float32) 55 s, with a 110 ms decode step.
 SIZES: dict[str, EngineConfig] = {
-    # Seconds-fast: for tests and for checking that code runs.
     "tiny": EngineConfig(
         layers=2, model_width=64, heads=4, kv_heads=2, mlp_width=176, vocab_size=512,
         name="tiny",
     ),
-    # The chapters' default: 239 MiB of weights, 7x a 32 MiB last-level cache,
-    # so decode is bound by DRAM, yet a timing cell takes a few seconds.
     "small": EngineConfig(
         layers=4, model_width=1024, heads=16, kv_heads=4, mlp_width=2816, vocab_size=16384,
         name="small",
     ),
-    # About 1 GiB: for readers with a large cache or time to spare.
     "medium": EngineConfig(
         layers=6, model_width=2048, heads=16, kv_heads=4, mlp_width=5632, vocab_size=32000,
         name="medium",
     ),
-    # About 4 GiB, the size of a 1B-parameter model in float32 (Llama 3.2 1B's shape).
     "large": EngineConfig(
         layers=16, model_width=2048, heads=32, kv_heads=8, mlp_width=8192, vocab_size=128256,
         name="large",
     ),
 }
-
-DEFAULT_SIZE = "small"
-
 
 def available_memory_bytes() -> tuple[int, str]:
     """Memory the OS can give this process without swapping, and where the number came from.
@@ -192,12 +210,14 @@ def available_memory_bytes() -> tuple[int, str]:
 class Estimate:
     """What a size will cost, worked out from its shape before anything is allocated.
 
-    ``memory_bytes`` is weights + a KV cache of ``batch`` x ``context_tokens``
-    + the largest prefill activations (attention scores dominate). The times are
-    floors: weight and KV bytes over ``bandwidth_bytes_per_s`` for one decode
-    step, and :func:`prefill_flop` over ``flop_per_s`` for a batch-1 prefill of
-    ``context_tokens``. ``init_s`` assumes the generator draws ~2e8 float32
-    normal numbers a second (measured: 2.4e8/s on a 2-core EPYC with NumPy 2.4).
+    ``memory_bytes`` adds up the weights, a KV cache of ``batch`` x
+    ``context_tokens`` and the largest prefill activations (attention scores
+    dominate). The times are floors: weight and KV bytes over
+    ``bandwidth_bytes_per_s`` for one decode step, and :func:`prefill_flop` over
+    ``flop_per_s`` for a batch-1 prefill of ``context_tokens``; they are ``nan``
+    when no rate was given. ``init_s`` assumes weights are drawn and scaled at
+    6e7 parameters a second, the rate measured building "small" (0.85 s) and
+    "large" (20 s) on a 2-core EPYC with NumPy 2.4.
     """
 
     config: EngineConfig
@@ -216,21 +236,27 @@ class Estimate:
     def describe(self) -> str:
         """One line for a chapter to show before it builds the model."""
         gib = 2**30
-        return (
+        line = (
             f"{self.config.name}: {self.params / 1e6:.1f} M parameters, "
             f"{self.weight_bytes / gib:.2f} GiB of float32 weights, "
             f"{self.memory_bytes / gib:.2f} GiB in all at batch {self.batch} x "
-            f"{self.context_tokens} tokens; about {self.init_s:.1f} s to build, "
-            f"decode step >= {self.decode_step_s * 1e3:.1f} ms at "
-            f"{self.bandwidth_bytes_per_s / 1e9:.0f} GB/s, "
-            f"prefill of {self.context_tokens} tokens >= {self.prefill_s:.2f} s at "
-            f"{self.flop_per_s / 1e9:.0f} GFLOP/s"
+            f"{self.context_tokens} tokens; about {self.init_s:.1f} s to build"
         )
+        if math.isfinite(self.decode_step_s):
+            line += (
+                f"; decode step >= {self.decode_step_s * 1e3:.1f} ms at "
+                f"{self.bandwidth_bytes_per_s / 1e9:.0f} GB/s"
+            )
+        if math.isfinite(self.prefill_s):
+            line += (
+                f"; prefill of {self.context_tokens} tokens >= {self.prefill_s:.2f} s at "
+                f"{self.flop_per_s / 1e9:.0f} GFLOP/s"
+            )
+        return line
 
 
-# Only for the "time to build" line of an estimate: the draw rate of
-# Generator.standard_normal(dtype=float32), measured on the book's 2-core machine.
-_NORMALS_PER_S = 2e8
+# Only for the "time to build" line of an estimate; see Estimate.
+_BUILD_PARAMS_PER_S = 6e7
 
 
 def prefill_flop(config: EngineConfig, prompt_tokens: int, batch: int = 1) -> float:
@@ -265,29 +291,35 @@ def decode_bytes(config: EngineConfig, batch: int, context_tokens: int) -> int:
 
 def estimate(
     config: EngineConfig,
-    bandwidth_bytes_per_s: float,
-    flop_per_s: float,
+    bandwidth_bytes_per_s: float | None = None,
+    flop_per_s: float | None = None,
     batch: int = 1,
     context_tokens: int = 512,
 ) -> Estimate:
     """Memory and time floors of ``config``, from its shape alone (nothing is allocated).
 
-    Pass the bandwidth and FLOP/s measured by :mod:`inferlab.machine`; the times
-    are ``decode_bytes / bandwidth`` and ``prefill_flop / flop_per_s``. Used
-    before building a model in "prefill and decode" and "batching".
+    Pass the bandwidth and FLOP/s measured by :mod:`inferlab.machine` for the
+    time floors ``decode_bytes / bandwidth`` and ``prefill_flop / flop_per_s``;
+    without them only memory and build time are estimated. Used before
+    building a model in "prefill and decode" and "batching".
     """
     _check_count("batch", batch)
     _check_count("context_tokens", context_tokens)
     for argument, value in (("bandwidth_bytes_per_s", bandwidth_bytes_per_s),
                             ("flop_per_s", flop_per_s)):
-        if not (math.isfinite(value) and value > 0):
+        if value is not None and not (math.isfinite(value) and value > 0):
             raise ValueError(f"{argument}: got {value!r}; must be a positive finite number")
+    bandwidth = math.nan if bandwidth_bytes_per_s is None else bandwidth_bytes_per_s
+    flops = math.nan if flop_per_s is None else flop_per_s
     kv_cache = batch * context_tokens * config.kv_bytes_per_token
-    # A prefill holds one batch element's scores (heads x tokens x tokens) at a
-    # time next to the gate/up activations and the residual stream of the batch.
+    # The peak of a prefill of the whole context: the attention scores and
+    # their softmax (batch x heads x tokens^2 each), next to the residual
+    # stream, its normalised copy, the QKV output and the MLP's gate/up and
+    # SwiGLU temporaries (about 4 x mlp_width per token).
+    tokens = batch * context_tokens
     activations = BYTES_PER_NUMBER * (
-        2 * config.heads * context_tokens**2
-        + batch * context_tokens * (3 * config.model_width + 2 * config.mlp_width)
+        2 * batch * config.heads * context_tokens**2
+        + tokens * (4 * config.model_width + 4 * config.mlp_width)
     )
     return Estimate(
         config=config,
@@ -297,30 +329,34 @@ def estimate(
         weight_bytes=config.weight_bytes,
         kv_bytes_per_token=config.kv_bytes_per_token,
         memory_bytes=config.weight_bytes + kv_cache + activations,
-        init_s=config.params / _NORMALS_PER_S,
-        bandwidth_bytes_per_s=bandwidth_bytes_per_s,
-        decode_step_s=decode_bytes(config, batch, context_tokens) / bandwidth_bytes_per_s,
-        flop_per_s=flop_per_s,
-        prefill_s=prefill_flop(config, context_tokens) / flop_per_s,
+        init_s=config.params / _BUILD_PARAMS_PER_S,
+        bandwidth_bytes_per_s=bandwidth,
+        decode_step_s=decode_bytes(config, batch, context_tokens) / bandwidth,
+        flop_per_s=flops,
+        prefill_s=prefill_flop(config, context_tokens) / flops,
     )
 
 
-def check_fits(memory_bytes: int, available: tuple[int, str] | None = None) -> None:
-    """Raise ``ValueError`` if ``memory_bytes`` exceeds 80% of the available memory.
+def check_fits(needs: Estimate, available: tuple[int, str] | None = None) -> None:
+    """Refuse a size whose estimated memory exceeds 80% of the available memory.
 
     ``available`` is ``(bytes, source)`` as :func:`available_memory_bytes`
-    returns it (the default); the message gives the estimate, the limit and the
-    source so the reader can pick a smaller size or free memory.
+    returns it (the default). The ``ValueError`` names the size, the estimate,
+    the limit and where the free-memory figure came from, so the reader can
+    pick a smaller size or free memory. Called by :class:`Engine` before it
+    allocates anything.
     """
     available_bytes, source = available if available is not None else available_memory_bytes()
     limit = int(FREE_MEMORY_FRACTION * available_bytes)
-    if memory_bytes > limit:
+    if needs.memory_bytes > limit:
         gib = 2**30
         raise ValueError(
-            f"size: needs an estimated {memory_bytes / gib:.2f} GiB "
-            f"({memory_bytes} bytes), over the limit of {limit / gib:.2f} GiB "
-            f"({limit} bytes = {FREE_MEMORY_FRACTION:.0%} of {available_bytes / gib:.2f} GiB, "
-            f"{source}); choose a smaller size"
+            f"config: size {needs.config.name!r} needs an estimated "
+            f"{needs.memory_bytes / gib:.2f} GiB ({needs.memory_bytes} bytes) at batch "
+            f"{needs.batch} x {needs.context_tokens} tokens, over the limit of "
+            f"{limit / gib:.2f} GiB ({limit} bytes = {FREE_MEMORY_FRACTION:.0%} of "
+            f"{available_bytes / gib:.2f} GiB available, {source}); "
+            "choose a smaller size or free memory"
         )
 
 
@@ -377,7 +413,7 @@ class KVCache:
 
 @dataclass(frozen=True)
 class LayerWeights:
-    """One transformer block. Matrices are ``(out_features, in_features)``.
+    """One transformer block. Matrices are ``(in_features, out_features)``.
 
     Q, K and V are one matrix, and so are the MLP's gate and up projections:
     one matrix multiply instead of three (or two) reads the same bytes with
@@ -385,11 +421,11 @@ class LayerWeights:
     """
 
     attention_norm: np.ndarray  # (width,)
-    qkv: np.ndarray  # (width + 2 * kv_width, width)
+    qkv: np.ndarray  # (width, width + 2 * kv_width)
     attention_out: np.ndarray  # (width, width)
     mlp_norm: np.ndarray  # (width,)
-    gate_up: np.ndarray  # (2 * mlp_width, width)
-    down: np.ndarray  # (width, mlp_width)
+    gate_up: np.ndarray  # (width, 2 * mlp_width)
+    down: np.ndarray  # (mlp_width, width)
 
 
 def rms_norm(x: np.ndarray, gain: np.ndarray, eps: float) -> np.ndarray:
@@ -426,24 +462,35 @@ def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
 
 
 def silu(x: np.ndarray) -> np.ndarray:
-    """``x * sigmoid(x)``, the gate nonlinearity of SwiGLU (Shazeer, 2020)."""
-    return x / (1.0 + np.exp(-x))
+    """``x * sigmoid(x)``, the gate nonlinearity of SwiGLU (Shazeer, 2020).
+
+    Written with ``sigmoid(x) = (1 + tanh(x / 2)) / 2``, which cannot overflow
+    where ``1 / (1 + exp(-x))`` would for ``x < -88`` in float32.
+    """
+    return x * (0.5 + 0.5 * np.tanh(0.5 * x))
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
     """Softmax over the last axis, shifted by the maximum so ``exp`` cannot overflow."""
-    shifted = np.exp(x - x.max(axis=-1, keepdims=True))
-    return shifted / shifted.sum(axis=-1, keepdims=True)
+    shifted = x - x.max(axis=-1, keepdims=True)
+    # In place: at batch 8 and long contexts the scores are megabytes, and each
+    # temporary would be another pass through memory.
+    np.exp(shifted, out=shifted)
+    shifted /= shifted.sum(axis=-1, keepdims=True)
+    return shifted
 
 
 class Engine:
     """The model: seeded random weights, a forward pass with a KV cache, greedy decoding.
 
     ``Engine(config, seed)`` first works out the memory the size needs and
-    refuses it with ``ValueError`` if it would not fit (see :func:`check_fits`);
-    ``show`` (``print`` by default, ``None`` for silence) receives the
-    :class:`Estimate` line before the weights are drawn. Chapters "prefill and
-    decode", "bandwidth floor" and "batching".
+    refuses it with ``ValueError`` if it would not fit (see :func:`check_fits`;
+    ``available`` overrides the free-memory figure, for tests). ``show``
+    (``print`` by default, ``None`` for silence) receives the :class:`Estimate`
+    line before the weights are drawn, with time floors if the measured
+    ``bandwidth_bytes_per_s`` and ``flop_per_s`` are given. The same seed gives
+    the same weights. Chapters "prefill and decode", "bandwidth floor" and
+    "batching".
     """
 
     def __init__(
@@ -451,35 +498,38 @@ class Engine:
         config: EngineConfig,
         seed: int = 0,
         *,
-        bandwidth_bytes_per_s: float = 50e9,
-        flop_per_s: float = 200e9,
+        bandwidth_bytes_per_s: float | None = None,
+        flop_per_s: float | None = None,
         show: Callable[[str], object] | None = print,
         available: tuple[int, str] | None = None,
     ) -> None:
         self.config = config
         self.estimate = estimate(config, bandwidth_bytes_per_s, flop_per_s)
-        check_fits(self.estimate.memory_bytes, available)
+        check_fits(self.estimate, available)
         if show is not None:
             show(self.estimate.describe())
         rng = np.random.default_rng(seed)
         d, f = config.model_width, config.mlp_width
 
         def matrix(rows: int, columns: int) -> np.ndarray:
-            # Scaled by 1/sqrt(fan-in) so activations stay of order one through
-            # the layers and the logits are not all ties.
+            # Scaled by 1/sqrt(fan-in), the rows of an (in, out) matrix, so
+            # activations stay of order one through the layers and the logits
+            # are not all ties.
             weights = rng.standard_normal((rows, columns), dtype=DTYPE)
-            weights *= DTYPE(1.0 / math.sqrt(columns))
+            weights *= DTYPE(1.0 / math.sqrt(rows))
             return weights
 
-        self.embedding = matrix(config.vocab_size, d)
+        # (width, vocab): column t is token t's embedding, and the whole matrix
+        # is the output head (tied embeddings), whose fan-in is the width.
+        self.embedding = matrix(d, config.vocab_size)
         self.layers = [
             LayerWeights(
                 attention_norm=np.ones(d, DTYPE),
-                qkv=matrix(d + 2 * config.kv_width, d),
+                qkv=matrix(d, d + 2 * config.kv_width),
                 attention_out=matrix(d, d),
                 mlp_norm=np.ones(d, DTYPE),
-                gate_up=matrix(2 * f, d),
-                down=matrix(d, f),
+                gate_up=matrix(d, 2 * f),
+                down=matrix(f, d),
             )
             for _ in range(config.layers)
         ]
@@ -539,16 +589,19 @@ class Engine:
         causal = np.arange(end)[None, :] <= positions[:, None]
         mask = np.where(causal, 0.0, -np.inf).astype(DTYPE)
 
-        x = self.embedding[tokens].reshape(batch * new, d)
+        # Columns of the (width, vocab) embedding: (width, batch, new) -> rows.
+        x = self.embedding[:, tokens].transpose(1, 2, 0).reshape(batch * new, d)
         for index, layer in enumerate(self.layers):
             h = rms_norm(x, layer.attention_norm, config.norm_eps)
-            qkv = h @ layer.qkv.T
+            qkv = h @ layer.qkv
             q = qkv[:, :d].reshape(batch, new, heads, head_width).transpose(0, 2, 1, 3)
             k = qkv[:, d : d + config.kv_width]
             v = qkv[:, d + config.kv_width :]
             k = k.reshape(batch, new, kv_heads, head_width).transpose(0, 2, 1, 3)
             v = v.reshape(batch, new, kv_heads, head_width).transpose(0, 2, 1, 3)
-            q = rope(q, cos, sin)
+            # Scaling the queries by 1/sqrt(head_width) scales the scores, on
+            # head_width numbers per query instead of one per cached position.
+            q = rope(q, cos, sin) * DTYPE(1.0 / math.sqrt(head_width))
             keys, values = cache.keys[index], cache.values[index]
             keys[:, :, start:end] = rope(k, cos, sin)
             values[:, :, start:end] = v
@@ -558,24 +611,24 @@ class Engine:
             # value is read once per KV head, not once per query head.
             q = q.reshape(batch, kv_heads, group * new, head_width)
             scores = q @ keys[:, :, :end].transpose(0, 1, 3, 2)
-            scores *= DTYPE(1.0 / math.sqrt(head_width))
-            scores = scores.reshape(batch, kv_heads, group, new, end) + mask
+            scores.reshape(batch, kv_heads, group, new, end)[...] += mask
             weights = softmax(scores).reshape(batch, kv_heads, group * new, end)
             attended = weights @ values[:, :, :end]
             attended = attended.reshape(batch, heads, new, head_width).transpose(0, 2, 1, 3)
-            x = x + attended.reshape(batch * new, d) @ layer.attention_out.T
+            x = x + attended.reshape(batch * new, d) @ layer.attention_out
 
             h = rms_norm(x, layer.mlp_norm, config.norm_eps)
-            gate_up = h @ layer.gate_up.T
+            gate_up = h @ layer.gate_up
             gate, up = gate_up[:, : config.mlp_width], gate_up[:, config.mlp_width :]
-            x = x + (silu(gate) * up) @ layer.down.T
+            x = x + (silu(gate) * up) @ layer.down
         cache.length = end
 
         x = x.reshape(batch, new, d)
         if not all_logits:
             x = x[:, -1]
-        # Tied embeddings: the output head is the embedding matrix itself.
-        return rms_norm(x, self.final_norm, config.norm_eps) @ self.embedding.T
+        h = rms_norm(x, self.final_norm, config.norm_eps)
+        # Tied embeddings: the output head is the embedding matrix.
+        return h @ self.embedding
 
     def prefill(
         self, prompts: np.ndarray, capacity: int | None = None
@@ -590,7 +643,7 @@ class Engine:
         prompts = np.asarray(prompts)
         if prompts.ndim != 2:
             raise ValueError(f"prompts: got shape {prompts.shape}; must be (batch, prompt_tokens)")
-        cache = self.new_cache(prompts.shape[0], capacity or prompts.shape[1])
+        cache = self.new_cache(prompts.shape[0], prompts.shape[1] if capacity is None else capacity)
         return self.forward(prompts, cache), cache
 
     def decode_step(self, tokens: np.ndarray, cache: KVCache) -> np.ndarray:

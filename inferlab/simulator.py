@@ -40,7 +40,7 @@ the batch.
 Speed. Between two events (an admission, a retirement, a preemption) a decode
 step's time is an exact closed form of the context growth, ``max(m0 + m1 j, c) + f``
 for the ``j``-th step, so the simulation advances over all those steps at once
-(:func:`_advance`). Only steps that prefill are simulated one by one.
+(``_advance``). Only steps that prefill are simulated one by one.
 
 Assumptions: one replica; each step's time is the step-time model's (no noise,
 so every spread in latency comes from scheduling); the network and the client
@@ -297,17 +297,17 @@ class SimResult:
 
     @property
     def ttft_s(self) -> np.ndarray:
-        """Time to first token: queueing plus prefill."""
+        """Time to first token — queueing plus prefill."""
         return self.first_token_s - self.arrival_s
 
     @property
     def e2e_s(self) -> np.ndarray:
-        """End-to-end latency: arrival to last token."""
+        """End-to-end latency — arrival to last token."""
         return self.finish_s - self.arrival_s
 
     @property
     def tpot_s(self) -> np.ndarray:
-        """Time per output token after the first: ``(finish - first) / (outputs - 1)``;
+        """Time per output token after the first — ``(finish - first) / (outputs - 1)``;
         ``nan`` for one-token outputs."""
         with np.errstate(divide="ignore", invalid="ignore"):
             gaps = (self.finish_s - self.first_token_s) / (self.output_tokens - 1)
@@ -1051,16 +1051,16 @@ def fit_efficiency(measure, target: float, *, low: float = 0.05, high: float = 1
 # Explorer: load, batch limit, output-length spread -> the latency tail
 # --------------------------------------------------------------------------------------
 
-#: The explorers' server: Llama 2 70B at FP8 on one H200, with the efficiency the batching
+#: The explorers' server — Llama 2 70B at FP8 on one H200, with the efficiency the batching
 #: chapter's calibration lands near, and a 1 ms overhead per step.
 EXPLORER_EFFICIENCY = 0.65
 EXPLORER_OVERHEAD_S = 1e-3
-#: The explorers' traffic: prompts of 300 tokens on average, outputs of 294 (MLPerf's mean
+#: The explorers' traffic — prompts of 300 tokens on average, outputs of 294 (MLPerf's mean
 #: for Llama 2 70B), both capped at 1,024 tokens as in MLPerf's data set.
 EXPLORER_PROMPT = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)
 EXPLORER_OUTPUT_MEAN = 294
 EXPLORER_REQUESTS = 2000
-#: Requests queued at once to find the saturation rate: enough that the last, shrinking
+#: Requests queued at once to find the saturation rate — enough that the last, shrinking
 #: batches (the drain) cost only a few per cent of the run.
 SATURATION_PROBE_REQUESTS = 10_000
 
@@ -1117,7 +1117,7 @@ def tail_explorer_compute(load: float = 0.7, max_batch: int = 256, output_cv: fl
     ``load`` is the offered rate as a fraction of :func:`saturation_rate_per_s`;
     ``max_batch`` the most requests in flight; ``output_cv`` the coefficient of
     variation of output lengths (0: all 294 tokens). Simulates
-    :data:`EXPLORER_REQUESTS` requests with chunked prefill on
+    ``EXPLORER_REQUESTS`` requests with chunked prefill on
     :func:`explorer_replica` and returns p50, p99 and p99.9 of TTFT and TPOT.
 
     Raises ``ValueError`` naming the argument for a load outside (0, 2], a batch

@@ -62,7 +62,7 @@ from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.roofline import _freeze_layout, peak_flop_per_s
 from inferlab.widgets import Explorer, register
 
-#: All-reduces per layer in a tensor-parallel transformer: after attention and after the MLP
+#: All-reduces per layer in a tensor-parallel transformer — after attention and after the MLP
 #: (Megatron-LM, Shoeybi et al. 2019).
 ALLREDUCES_PER_LAYER = 2
 
@@ -462,7 +462,7 @@ def interactivity_front(
 
 CURVE_CHIPS = ("NVIDIA H100 SXM", "NVIDIA H200 SXM", "NVIDIA B200")
 
-#: MLPerf's per-user bounds for Llama 2 70B in tokens per second: 1 / 200 ms and 1 / 40 ms.
+#: MLPerf's per-user bounds for Llama 2 70B in tokens per second — 1 / 200 ms and 1 / 40 ms.
 MLPERF_PER_USER_TOK_S = {"Server": 5.0, "Interactive": 25.0}
 
 

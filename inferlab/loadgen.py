@@ -1,0 +1,961 @@
+"""MLPerf LoadGen's scenarios and validity rules, run against the serving simulator.
+
+MLPerf Inference measures a system under test (SUT) through a load generator,
+LoadGen, that decides *when* queries are sent and then judges whether the run
+counts. The same machine gives a different number under each scenario:
+
+- **Single-Stream**: the next query is sent when the previous one has finished
+  (a closed loop of one user). The result is a latency: LoadGen's early-stopping
+  estimate of the 90th percentile of query latency.
+- **Offline**: every sample is sent at once; the result is output tokens per
+  second, tokens over the time until the last sample finished. No latency bound.
+- **Server**: queries arrive as a Poisson process at a target rate. The run is
+  valid only if the 99th percentiles of time to first token (TTFT) and time per
+  output token (TPOT) are within the model's bounds and the early-stopping test
+  passes for each; the result is output tokens per second.
+- **Interactive**: the Server scenario with tighter bounds (in MLPerf a separate
+  benchmark, e.g. ``llama2-70b-interactive``, run in the Server scenario).
+
+Validity, as LoadGen judges it (``loadgen/results.cc``, ``loadgen/mlperf.conf``
+and the MLPerf Inference rules, section "Early stopping"):
+
+- **minimum duration**: 600 s, measured to the last query *scheduled* (Server),
+  the last query *issued* (Single-Stream) or the last sample *finished* (Offline);
+- **minimum query count**: 100 queries (LoadGen's default ``min_query_count``)
+  for Server and Single-Stream; for Offline the model's sample count (24,576 for
+  llama2-70b);
+- **performance constraints** (Server, Interactive): LoadGen's p99 of TTFT and of
+  TPOT at most the bounds, where LoadGen's percentile is the sorted value at index
+  ``floor(n x p)`` (:func:`loadgen_percentile`);
+- **early stopping** (:func:`min_passing_queries`), applied to TTFT and to TPOT
+  separately.
+
+TPOT of a query is MLPerf's: ``(latency - first-token latency) / (tokens - 1)``;
+a one-token answer has no gap and counts as 0 here.
+
+The system is ``replicas`` copies of one :class:`inferlab.steptime.Replica`
+(data parallel); queries are dealt to them round-robin, as a simple harness
+does, and each copy is simulated with :func:`inferlab.simulator.simulate`.
+
+Used in chapter 'Benchmark scenarios'.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field, replace
+from functools import cache
+from types import MappingProxyType
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
+from inferlab.roofline import _freeze_layout
+from inferlab.simulator import (
+    EXPLORER_EFFICIENCY,
+    EXPLORER_OVERHEAD_S,
+    MLPERF_LLAMA2_70B_BOUNDS,
+    Scheduler,
+    SimResult,
+    simulate,
+)
+from inferlab.steptime import Replica, replica
+from inferlab.widgets import Explorer, register
+from inferlab.workload import Lengths, Requests
+
+#: LoadGen's scenarios as this module names them ("Interactive" is Server with tighter bounds).
+SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")
+
+#: Scenarios with a latency bound on every query.
+BOUNDED_SCENARIOS = ("Server", "Interactive")
+
+
+@dataclass(frozen=True)
+class LatencyBounds:
+    """The 99th-percentile bounds of one benchmark and scenario, in seconds.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    ttft_s: float
+    tpot_s: float
+
+    @property
+    def per_user_tok_s(self) -> float:
+        """The token rate a user sees at exactly the TPOT bound, ``1 / tpot_s``."""
+        return 1.0 / self.tpot_s
+
+
+def _bounds(pairs: dict[str, tuple[float, float]]) -> MappingProxyType:
+    return MappingProxyType({name: LatencyBounds(*pair) for name, pair in pairs.items()})
+
+
+#: MLPerf Inference's p99 bounds per model and scenario, (TTFT, TPOT), from
+#: ``loadgen/mlperf.conf``: llama2-70b 2,000 / 200 ms and 450 / 40 ms; llama3.1-8b
+#: 2,000 / 100 and 500 / 30; llama3.1-405b 6,000 / 175 and 4,500 / 80. The
+#: llama2-70b pair is the one :data:`inferlab.simulator.MLPERF_LLAMA2_70B_BOUNDS`
+#: defines for the batching chapter, so there is one definition of it.
+BOUNDS = MappingProxyType({
+    "llama2-70b": _bounds(MLPERF_LLAMA2_70B_BOUNDS),
+    "llama3.1-8b": _bounds({"Server": (2.0, 0.100), "Interactive": (0.500, 0.030)}),
+    "llama3.1-405b": _bounds({"Server": (6.0, 0.175), "Interactive": (4.5, 0.080)}),
+})
+
+#: LoadGen's minimum run length for every scenario (``*.*.min_duration = 600000`` ms).
+MLPERF_MIN_DURATION_S = 600.0
+
+#: LoadGen's default minimum query count (``TestSettings.min_query_count``).
+MLPERF_MIN_QUERIES = 100
+
+#: Offline's minimum sample count per model (``<model>.Offline.min_query_count``).
+OFFLINE_MIN_SAMPLES = MappingProxyType({
+    "llama2-70b": 24_576, "llama3.1-8b": 13_368, "llama3.1-405b": 8_313,
+})
+
+#: The early-stopping confidence LoadGen uses (``confidence = 0.99`` in ``results.cc``).
+EARLY_STOPPING_CONFIDENCE = 0.99
+
+#: The percentile each scenario targets — 90 for Single-Stream, 99 for Server and Interactive.
+TARGET_PERCENTILE = MappingProxyType({
+    "SingleStream": 0.90, "Offline": 0.90, "Server": 0.99, "Interactive": 0.99,
+})
+
+
+def _check_scenario(scenario) -> str:
+    if scenario not in SCENARIOS:
+        raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(SCENARIOS)}")
+    return scenario
+
+
+def bounds(model: str, scenario: str) -> LatencyBounds:
+    """The p99 TTFT and TPOT bounds of ``model`` (a key of :data:`BOUNDS`) in ``scenario``.
+
+    Raises ``ValueError`` naming the argument for an unknown model, or for a
+    scenario that has no bound (Offline, Single-Stream) or is unknown.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if model not in BOUNDS:
+        raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
+    _check_scenario(scenario)
+    if scenario not in BOUNDED_SCENARIOS:
+        raise ValueError(f"scenario: {scenario!r} has no latency bound; only "
+                         f"{' and '.join(BOUNDED_SCENARIOS)} do")
+    return BOUNDS[model][scenario]
+
+
+# --------------------------------------------------------------------------------------
+# Early stopping
+# --------------------------------------------------------------------------------------
+
+
+def _check_fraction(name: str, value) -> float:
+    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
+            or not 0 < value < 1):
+        raise ValueError(f"{name}: {value!r} is not allowed; give a number strictly "
+                         "between 0 and 1")
+    return float(value)
+
+
+def _check_count(name: str, value, minimum: int = 0) -> int:
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
+    return int(value)
+
+
+def binomial_cdf(k: int, n: int, q: float) -> float:
+    """``P[X <= k]`` for ``X ~ Binomial(n, q)``, summed exactly in log space.
+
+    Each term's logarithm follows from the previous one by the ratio
+    ``(n - x) / (x + 1) x q / (1 - q)``, so no factorial is formed.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    k = _check_count("k", k)
+    n = _check_count("n", n)
+    q = _check_fraction("q", q)
+    if k >= n:
+        return 1.0
+    x = np.arange(k)
+    steps = np.log((n - x) / (x + 1.0)) + math.log(q) - math.log1p(-q)
+    log_pmf = n * math.log1p(-q) + np.concatenate([[0.0], np.cumsum(steps)])
+    top = log_pmf.max()
+    return float(min(1.0, math.exp(top) * np.sum(np.exp(log_pmf - top))))
+
+
+def early_stopping_odds(underlatency: int, overlatency: int, percentile: float) -> float:
+    """The chance of ``overlatency`` or fewer slow queries among ``underlatency + overlatency``
+    if each were slow with probability exactly ``1 - percentile``.
+
+    LoadGen's ``odds(h, t, p, d)`` with tolerance ``d = 0``:
+    ``P[Binomial(h + t, 1 - p) <= t]`` (``loadgen/early_stopping.cc``).
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    h = _check_count("underlatency", underlatency)
+    t = _check_count("overlatency", overlatency)
+    p = _check_fraction("percentile", percentile)
+    if h == 0:
+        return 1.0
+    return binomial_cdf(t, h + t, 1.0 - p)
+
+
+@cache
+def _min_passing(t: int, p: float, c: float) -> int:
+    def passes(h: int) -> bool:
+        return early_stopping_odds(h, t, p) < 1.0 - c
+
+    high = max(1, math.ceil(math.log(1 - c) / math.log(p)))
+    while not passes(high):
+        high *= 2
+    low = 0  # never passes: zero fast queries prove nothing
+    while high - low > 1:
+        middle = (low + high) // 2
+        if passes(middle):
+            high = middle
+        else:
+            low = middle
+    return high
+
+
+def min_passing_queries(overlatency: int, percentile: float = 0.99,
+                        confidence: float = EARLY_STOPPING_CONFIDENCE) -> int:
+    """The fewest queries *within* the bound, ``h``, that let a run with ``overlatency``
+    queries over the bound pass early stopping.
+
+    The test (MLPerf Inference rules, "Early stopping"; LoadGen's
+    ``MinPassingQueriesFinder``) asks whether the run shows, at ``confidence``,
+    that the true share of queries over the bound is below ``1 - percentile``. It
+    passes when ``P[Binomial(h + t, 1 - p) <= t] < 1 - c``: if the system were
+    exactly at the percentile, so few slow queries would be a fluke. The
+    probability falls as ``h`` grows, so ``h`` is found by doubling and bisection.
+
+    With no slow query, ``h = ceil(log(1 - c) / log(p))``: 459 for p = c = 0.99.
+    A run of ``n`` queries with ``t`` over the bound passes if ``n >= h + t``.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    t = _check_count("overlatency", overlatency)
+    p = _check_fraction("percentile", percentile)
+    c = _check_fraction("confidence", confidence)
+    return _min_passing(t, p, c)
+
+
+def min_queries_for_early_stopping(overlatency: int, percentile: float = 0.99,
+                                   confidence: float = EARLY_STOPPING_CONFIDENCE) -> int:
+    """Total queries a run needs to pass early stopping with ``overlatency`` of them over the bound:
+    ``min_passing_queries(...) + overlatency``.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    return min_passing_queries(overlatency, percentile, confidence) + int(overlatency)
+
+
+@dataclass(frozen=True)
+class EarlyStopping:
+    """The early-stopping verdict on one latency metric of one run.
+
+    ``queries`` run, ``overlatency`` of them above ``bound_s``; ``needed`` is the
+    total a run with that many slow queries must reach; ``more_queries`` how many
+    more (all within the bound) this run would need, 0 if it ``passed``.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    metric: str
+    queries: int
+    overlatency: int
+    bound_s: float
+    needed: int
+    passed: bool
+    more_queries: int
+
+    def text(self) -> str:
+        """LoadGen's wording of the verdict."""
+        if self.passed:
+            return " * Run successful."
+        return (f" * Run unsuccessful.\n * Processed {self.queries} queries.\n"
+                f" * Would need to run at least {self.more_queries} more queries,\n"
+                " with the run being successful if every additional query were under latency.")
+
+
+def early_stopping(latencies_s, bound_s: float, percentile: float = 0.99,
+                   confidence: float = EARLY_STOPPING_CONFIDENCE, *,
+                   metric: str = "latency") -> EarlyStopping:
+    """Apply the Server scenario's early-stopping test to one array of latencies.
+
+    Counts the queries strictly above ``bound_s`` (as LoadGen does) and compares
+    the run's length with :func:`min_queries_for_early_stopping`.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    values = np.asarray(latencies_s, dtype=float)
+    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError("latencies_s: give a non-empty 1-D array of finite latencies")
+    if not isinstance(bound_s, numbers.Real) or not bound_s > 0:
+        raise ValueError(f"bound_s: {bound_s!r} is not allowed; give a positive number of seconds")
+    n = int(values.size)
+    t = int(np.sum(values > bound_s))
+    needed = min_queries_for_early_stopping(t, percentile, confidence)
+    return EarlyStopping(metric, n, t, float(bound_s), needed, n >= needed, max(0, needed - n))
+
+
+def early_stopping_estimate(latencies_s, percentile: float = 0.90,
+                            confidence: float = EARLY_STOPPING_CONFIDENCE) -> tuple[float, int]:
+    """Single-Stream's early-stopping percentile estimate and how many top latencies it discards.
+
+    LoadGen looks for the largest ``t`` with ``min_passing_queries(t) + t <= n``
+    and reports the ``t``-th largest latency, so a short run reports a higher
+    (more cautious) latency than its plain percentile. Returns ``(estimate, t - 1)``.
+    Raises ``ValueError`` if the run is too short for even ``t = 1``.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    values = np.sort(np.asarray(latencies_s, dtype=float))
+    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError("latencies_s: give a non-empty 1-D array of finite latencies")
+    n = int(values.size)
+    need_one = min_queries_for_early_stopping(1, percentile, confidence)
+    if n < need_one:
+        raise ValueError(f"latencies_s: {n} queries are too few for early stopping at the "
+                         f"{percentile:.0%} percentile; LoadGen needs at least {need_one}")
+    low, high = 1, n  # min_queries(t) grows with t: find the largest t that fits in n
+    while high - low > 0:
+        middle = (low + high + 1) // 2
+        if min_queries_for_early_stopping(middle, percentile, confidence) <= n:
+            low = middle
+        else:
+            high = middle - 1
+    return float(values[n - low]), low - 1
+
+
+def loadgen_percentile(values, percentile: float) -> float:
+    """LoadGen's percentile: the sorted value at index ``floor(n x percentile)``, no interpolation.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    array = np.sort(np.asarray(values, dtype=float))
+    if array.size == 0:
+        raise ValueError("values: give at least one value")
+    p = _check_fraction("percentile", percentile)
+    return float(array[min(array.size - 1, int(array.size * p))])
+
+
+# --------------------------------------------------------------------------------------
+# Runs and rules
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class QueryLog:
+    """What LoadGen records of a run, one entry per query, in seconds from the start.
+
+    ``issued_s`` is when the query was sent (for Server, its scheduled time);
+    ``first_token_s`` and ``finish_s`` when its first and last token came back;
+    ``output_tokens`` how many tokens it produced.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    issued_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    output_tokens: np.ndarray
+
+    def __post_init__(self) -> None:
+        arrays = {name: np.asarray(getattr(self, name), dtype=float)
+                  for name in ("issued_s", "first_token_s", "finish_s")}
+        tokens = np.asarray(self.output_tokens)
+        n = tokens.size
+        if n == 0:
+            raise ValueError("output_tokens: a run needs at least one query")
+        for name, array in arrays.items():
+            if array.shape != (n,) or not np.all(np.isfinite(array)):
+                raise ValueError(f"{name}: give {n} finite times, one per query")
+        if np.any(tokens < 1):
+            raise ValueError("output_tokens: every query produces at least one token")
+        if np.any(arrays["issued_s"] < 0):
+            raise ValueError("issued_s: times are seconds from the start of the test, >= 0")
+        if (np.any(arrays["first_token_s"] < arrays["issued_s"])
+                or np.any(arrays["finish_s"] < arrays["first_token_s"])):
+            raise ValueError("finish_s: times must run issued <= first token <= finish")
+        for name, array in arrays.items():
+            object.__setattr__(self, name, array)
+        object.__setattr__(self, "output_tokens", tokens.astype(np.int64))
+
+    def __len__(self) -> int:
+        return int(self.output_tokens.size)
+
+    @classmethod
+    def from_results(cls, results) -> QueryLog:
+        """Merge simulator runs (one per replica) into one log, ordered by issue time."""
+        runs = list(results)
+        if not runs or not all(isinstance(run, SimResult) for run in runs):
+            raise ValueError("results: give one or more SimResult objects")
+        parts = [np.concatenate([getattr(run, name) for run in runs])
+                 for name in ("arrival_s", "first_token_s", "finish_s", "output_tokens")]
+        order = np.argsort(parts[0], kind="stable")
+        return cls(*(part[order] for part in parts))
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        """Time to first token of every query."""
+        return self.first_token_s - self.issued_s
+
+    @property
+    def latency_s(self) -> np.ndarray:
+        """Whole-query latency, issue to last token."""
+        return self.finish_s - self.issued_s
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        """MLPerf's time per output token, ``(latency - TTFT) / (tokens - 1)``; 0 for one token."""
+        gaps = np.maximum(self.output_tokens - 1, 1)
+        return np.where(self.output_tokens > 1, (self.finish_s - self.first_token_s) / gaps, 0.0)
+
+    @property
+    def tokens(self) -> int:
+        """Output tokens over the whole run."""
+        return int(np.sum(self.output_tokens))
+
+
+@dataclass(frozen=True)
+class RunRules:
+    """How long a run must be, by LoadGen's settings (see the module docstring).
+
+    ``min_duration_s`` applies to every scenario; ``min_queries`` to Server,
+    Interactive and Single-Stream; ``offline_min_samples`` to Offline;
+    ``scale`` is the factor applied to MLPerf's duration and Offline sample count
+    (1 for the real rules), kept so that a summary can say it was scaled down.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    min_duration_s: float = MLPERF_MIN_DURATION_S
+    min_queries: int = MLPERF_MIN_QUERIES
+    offline_min_samples: int = OFFLINE_MIN_SAMPLES["llama2-70b"]
+    confidence: float = EARLY_STOPPING_CONFIDENCE
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if (not isinstance(self.min_duration_s, numbers.Real)
+                or not math.isfinite(self.min_duration_s) or self.min_duration_s < 0):
+            raise ValueError(f"min_duration_s: {self.min_duration_s!r} is not allowed; "
+                             "give a number of seconds >= 0")
+        _check_count("min_queries", self.min_queries, 1)
+        _check_count("offline_min_samples", self.offline_min_samples, 1)
+        _check_fraction("confidence", self.confidence)
+
+
+def mlperf_rules(model: str = "llama2-70b", *, scale: float = 1.0) -> RunRules:
+    """MLPerf's run rules for ``model``, with the duration and Offline samples times ``scale``.
+
+    ``scale`` in (0, 1] shortens runs for a page that must execute quickly; the
+    query minimum (100) and the early-stopping test are never scaled, because
+    they are what makes a percentile trustworthy.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if model not in OFFLINE_MIN_SAMPLES:
+        raise ValueError(f"model: {model!r} has no rules here; give one of "
+                         f"{', '.join(OFFLINE_MIN_SAMPLES)}")
+    if not isinstance(scale, numbers.Real) or isinstance(scale, bool) or not 0 < scale <= 1:
+        raise ValueError(f"scale: {scale!r} is not allowed; give a number in (0, 1]")
+    return RunRules(min_duration_s=MLPERF_MIN_DURATION_S * scale,
+                    offline_min_samples=max(1, math.ceil(OFFLINE_MIN_SAMPLES[model] * scale)),
+                    scale=float(scale))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A run judged as LoadGen judges it, in the shape of ``mlperf_log_summary.txt``.
+
+    ``result`` is in ``unit``: output tokens per second for Offline, Server and
+    Interactive; seconds (the early-stopping p90 latency estimate) for
+    Single-Stream. ``valid`` is the verdict and ``reasons`` says why not.
+    ``ttft_p99_s`` and ``tpot_p99_s`` are LoadGen's percentiles (p90 for
+    Single-Stream). ``log`` is the run itself.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    scenario: str
+    model: str
+    system: str
+    result: float
+    unit: str
+    valid: bool
+    reasons: tuple[str, ...]
+    queries: int
+    duration_s: float
+    min_duration_met: bool
+    min_queries_met: bool
+    perf_constraints_met: bool | None
+    early_stopping_met: bool | None
+    ttft_p99_s: float
+    tpot_p99_s: float
+    early: tuple[EarlyStopping, ...]
+    rules: RunRules
+    rate_per_s: float | None = None
+    log: QueryLog | None = field(default=None, repr=False)
+
+    def text(self) -> str:
+        """The summary as LoadGen prints it (abridged)."""
+        def yes(flag):
+            return "Yes" if flag else "NO"
+
+        lines = ["=" * 48, "MLPerf Results Summary (modelled)", "=" * 48,
+                 f"SUT name : {self.system}", f"Scenario : {self.scenario}",
+                 "Mode     : PerformanceOnly"]
+        if self.scenario == "SingleStream":
+            lines.append(f"90th percentile latency (s) : {self.result:.3f}")
+        else:
+            lines.append(f"Tokens per second : {self.result:,.1f}")
+        lines.append(f"Result is : {'VALID' if self.valid else 'INVALID'}")
+        if self.perf_constraints_met is not None:
+            lines.append(f"  Performance constraints satisfied : {yes(self.perf_constraints_met)}")
+        lines.append(f"  Min duration satisfied : {yes(self.min_duration_met)}")
+        lines.append(f"  Min queries satisfied : {yes(self.min_queries_met)}")
+        if self.early_stopping_met is not None:
+            lines.append(f"  Early stopping satisfied: {yes(self.early_stopping_met)}")
+        if self.reasons:
+            lines.append("Why not valid:")
+            lines.extend(f" * {reason}" for reason in self.reasons)
+        for verdict in self.early:
+            lines.append(f"{verdict.metric.upper()} Early Stopping Result:")
+            lines.append(verdict.text())
+        if self.rules.scale != 1:
+            lines.append(f"(Run rules scaled by {self.rules.scale:g}: minimum duration "
+                         f"{self.rules.min_duration_s:g} s.)")
+        return "\n".join(lines)
+
+
+def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
+          rules: RunRules | None = None, system: str = "modelled system",
+          rate_per_s: float | None = None) -> Summary:
+    """Judge a run as LoadGen would, and compute its result.
+
+    Checks, per scenario: minimum duration, minimum query (or sample) count,
+    and for Server and Interactive the p99 TTFT and TPOT against
+    :func:`bounds` and early stopping on each; for Single-Stream early stopping
+    at the 90th percentile. Raises ``ValueError`` for an unknown scenario or
+    model, or a log that is not a :class:`QueryLog`.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    _check_scenario(scenario)
+    if not isinstance(log, QueryLog):
+        raise ValueError("log: give a QueryLog (QueryLog.from_results or run_scenario)")
+    if model not in BOUNDS:
+        raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
+    rules = mlperf_rules(model) if rules is None else rules
+    n = len(log)
+    start = 0.0  # LoadGen's clock starts with the test, not with the first query
+    reasons: list[str] = []
+    early: list[EarlyStopping] = []
+    perf_met = early_met = None
+    ttft_p99 = tpot_p99 = float("nan")
+    if scenario == "Offline":
+        duration = float(np.max(log.finish_s)) - start
+        min_queries_met = n >= rules.offline_min_samples
+        if not min_queries_met:
+            reasons.append(f"{n:,} samples, fewer than the minimum {rules.offline_min_samples:,}")
+        result, unit = log.tokens / duration, "tokens/s"
+    else:
+        duration = float(np.max(log.issued_s)) - start
+        min_queries_met = n >= rules.min_queries
+        if not min_queries_met:
+            reasons.append(f"{n:,} queries, fewer than the minimum {rules.min_queries:,}")
+    if scenario == "SingleStream":
+        p = TARGET_PERCENTILE[scenario]
+        ttft_p99 = loadgen_percentile(log.ttft_s, p)
+        tpot_p99 = loadgen_percentile(log.tpot_s, p)
+        unit = "s"
+        try:
+            result, _ = early_stopping_estimate(log.latency_s, p, rules.confidence)
+            early_met = True
+        except ValueError:
+            early_met = False
+            result = loadgen_percentile(log.latency_s, p)
+            need = min_queries_for_early_stopping(1, p, rules.confidence)
+            reasons.append(f"early stopping needs at least {need} queries; the run has {n}")
+    elif scenario in BOUNDED_SCENARIOS:
+        limit = bounds(model, scenario)
+        p = TARGET_PERCENTILE[scenario]
+        ttft_p99 = loadgen_percentile(log.ttft_s, p)
+        tpot_p99 = loadgen_percentile(log.tpot_s, p)
+        perf_met = True
+        if ttft_p99 > limit.ttft_s:
+            perf_met = False
+            reasons.append(f"p99 TTFT {ttft_p99 * 1e3:,.0f} ms is over the "
+                           f"{limit.ttft_s * 1e3:,.0f} ms bound")
+        if tpot_p99 > limit.tpot_s:
+            perf_met = False
+            reasons.append(f"p99 TPOT {tpot_p99 * 1e3:,.1f} ms is over the "
+                           f"{limit.tpot_s * 1e3:,.0f} ms bound")
+        early = [early_stopping(log.ttft_s, limit.ttft_s, p, rules.confidence, metric="ttft"),
+                 early_stopping(log.tpot_s, limit.tpot_s, p, rules.confidence, metric="tpot")]
+        early_met = all(verdict.passed for verdict in early)
+        for verdict in early:
+            if not verdict.passed:
+                reasons.append(f"early stopping on {verdict.metric.upper()}: "
+                               f"{verdict.overlatency:,} of {n:,} queries over the bound "
+                               f"needs {verdict.needed:,} queries "
+                               f"({verdict.more_queries:,} more)")
+        result, unit = log.tokens / (float(np.max(log.finish_s)) - start), "tokens/s"
+    min_duration_met = duration >= rules.min_duration_s
+    if not min_duration_met:
+        reasons.insert(0, f"ran {duration:,.1f} s, short of the minimum "
+                          f"{rules.min_duration_s:,.0f} s")
+    valid = min_duration_met and min_queries_met and perf_met is not False \
+        and early_met is not False
+    return Summary(scenario, model, system, float(result), unit, valid, tuple(reasons), n,
+                   duration, min_duration_met, min_queries_met, perf_met, early_met,
+                   float(ttft_p99), float(tpot_p99), tuple(early), rules, rate_per_s, log)
+
+
+# --------------------------------------------------------------------------------------
+# A modelled system, a workload, and the scenarios run against them
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class System:
+    """A system under test: ``replicas`` data-parallel copies of one replica.
+
+    ``accelerators`` is ``replicas x replica.tp``. Used in chapter 'Benchmark scenarios'.
+    """
+
+    name: str
+    replica: Replica
+    replicas: int = 1
+    scheduler: Scheduler = field(default_factory=lambda: Scheduler(max_batch=512,
+                                                                   token_budget=2048))
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.replica, Replica):
+            raise ValueError(f"replica: {self.replica!r} is not a Replica")
+        _check_count("replicas", self.replicas, 1)
+
+    @property
+    def accelerators(self) -> int:
+        """Chips in the whole system."""
+        return self.replicas * self.replica.tp
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Prompt and output lengths, and the seed that fixes every draw.
+
+    Draws are prefix-consistent: the first ``n`` queries are the same whatever
+    the total, so a longer run only adds queries and runs at different rates
+    differ only in how fast the same queries come (common random numbers).
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    prompt: Lengths = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)
+    output: Lengths = Lengths(294, cv=1.0, min_tokens=1, max_tokens=1024)
+    seed: int = 0
+
+    def lengths(self, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """Prompt and output lengths of the first ``n`` queries."""
+        n = _check_count("n", n, 1)
+        prompts = self.prompt.sample(n, np.random.default_rng([self.seed, 0]))
+        outputs = self.output.sample(n, np.random.default_rng([self.seed, 1]))
+        return prompts, outputs
+
+    def unit_arrivals(self, n: int) -> np.ndarray:
+        """Poisson arrival times of the first ``n`` queries at one query per second."""
+        n = _check_count("n", n, 1)
+        return np.cumsum(np.random.default_rng([self.seed, 2]).exponential(1.0, size=n))
+
+
+def example_system() -> System:
+    """The chapter's example: Llama 2 70B at FP8 on 8x H200, as eight one-GPU replicas.
+
+    Efficiency and step overhead are the batching chapter's explorer values
+    (:data:`inferlab.simulator.EXPLORER_EFFICIENCY`, 1 ms per step).
+    """
+    rep = replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8",
+                  memory_efficiency=EXPLORER_EFFICIENCY, compute_efficiency=EXPLORER_EFFICIENCY,
+                  step_overhead_s=EXPLORER_OVERHEAD_S)
+    return System("Llama 2 70B on 8x H200 (modelled)", rep, 8)
+
+
+def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str) -> QueryLog:
+    """Deal the queries round-robin to the replicas, simulate each, merge the logs."""
+    runs = []
+    for k in range(min(system.replicas, len(prompts))):
+        share = slice(k, None, system.replicas)
+        requests = Requests(arrivals[share], prompts[share], outputs[share], kind)
+        runs.append(simulate(system.replica, requests, system.scheduler))
+    return QueryLog.from_results(runs)
+
+
+def _check_rate(rate_per_s) -> float:
+    if (not isinstance(rate_per_s, numbers.Real) or isinstance(rate_per_s, bool)
+            or not math.isfinite(rate_per_s) or rate_per_s <= 0):
+        raise ValueError(f"rate_per_s: {rate_per_s!r} is not allowed; give a positive, finite "
+                         "rate in queries per second")
+    return float(rate_per_s)
+
+
+def server_query_count(rate_per_s: float, workload: Workload, rules: RunRules) -> int:
+    """How many queries LoadGen schedules at ``rate_per_s``: until the last one is scheduled
+    at or after the minimum duration, and at least the minimum query count."""
+    rate = _check_rate(rate_per_s)
+    n = max(rules.min_queries, math.ceil(rate * rules.min_duration_s * 1.2) + 16)
+    arrivals = workload.unit_arrivals(n) / rate
+    while arrivals[-1] < rules.min_duration_s:
+        n *= 2
+        arrivals = workload.unit_arrivals(n) / rate
+    first_past = int(np.searchsorted(arrivals, rules.min_duration_s, side="left")) + 1
+    return max(rules.min_queries, first_past)
+
+
+def run_scenario(system: System, scenario: str, *, workload: Workload | None = None,
+                 model: str = "llama2-70b", rate_per_s: float | None = None,
+                 rules: RunRules | None = None, queries: int | None = None) -> Summary:
+    """Run one LoadGen scenario against ``system`` and judge the run.
+
+    - Single-Stream: a closed loop of one query at a time on one replica, run until
+      both the minimum duration and the minimum query count are met.
+    - Offline: the larger of the minimum sample count and enough samples to last
+      the minimum duration (LoadGen pads with 10 % slack), all at time zero.
+    - Server, Interactive: Poisson arrivals at ``rate_per_s`` until the minimum
+      duration and count are met.
+
+    ``queries`` overrides the count (to show what a short run does). Raises
+    ``ValueError`` for an unknown scenario or model, a missing or non-positive
+    rate for Server or Interactive, or a count below 1.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    _check_scenario(scenario)
+    if not isinstance(system, System):
+        raise ValueError(f"system: {system!r} is not a System")
+    workload = Workload() if workload is None else workload
+    rules = mlperf_rules(model) if rules is None else rules
+    if model not in BOUNDS:
+        raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
+    if queries is not None:
+        queries = _check_count("queries", queries, 1)
+    rate = None
+    if scenario in BOUNDED_SCENARIOS:
+        if rate_per_s is None:
+            raise ValueError(f"rate_per_s: the {scenario} scenario needs a target rate")
+        rate = _check_rate(rate_per_s)
+        n = queries or server_query_count(rate, workload, rules)
+        prompts, outputs = workload.lengths(n)
+        log = _serve(system, workload.unit_arrivals(n) / rate, prompts, outputs, "poisson")
+    elif scenario == "Offline":
+        n = queries or _offline_count(system, workload, rules)
+        prompts, outputs = workload.lengths(n)
+        log = _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
+    else:
+        n = queries or rules.min_queries
+        while True:
+            prompts, outputs = workload.lengths(n)
+            closed = Requests(np.full(n, np.nan), prompts, outputs, "closed", 1)
+            closed.arrival_s[0] = 0.0
+            run = simulate(system.replica, closed, system.scheduler)
+            log = QueryLog.from_results([run])
+            last_issue = float(np.max(log.issued_s))
+            if queries or last_issue >= rules.min_duration_s:
+                break
+            n = max(n + 1, math.ceil(n * rules.min_duration_s / max(last_issue, 1e-9) * 1.05))
+    return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
+
+
+def _offline_count(system: System, workload: Workload, rules: RunRules) -> int:
+    """Samples for an Offline run: the minimum, or more if they finish before the minimum
+    duration (scaled up from the last try, with LoadGen's 10 % slack, until they last)."""
+    n = rules.offline_min_samples
+    while True:
+        prompts, outputs = workload.lengths(n)
+        took = float(np.max(_serve(system, np.zeros(n), prompts, outputs,
+                                   "all_at_once").finish_s))
+        if took >= rules.min_duration_s:
+            return n
+        n = max(n + 1, math.ceil(n / took * rules.min_duration_s * 1.1))
+
+
+def offline_rate_per_s(system: System, workload: Workload | None = None,
+                       rules: RunRules | None = None) -> float:
+    """Queries per second the system completes with every sample queued at once.
+
+    No Server rate above it can be sustained: the search's upper limit.
+    """
+    workload = Workload() if workload is None else workload
+    rules = mlperf_rules() if rules is None else rules
+    n = rules.offline_min_samples
+    prompts, outputs = workload.lengths(n)
+    log = _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
+    return n / float(np.max(log.finish_s))
+
+
+@dataclass(frozen=True)
+class ServerSearch:
+    """The highest valid rate found, its summary, and every rate tried.
+
+    ``trials`` holds ``(rate_per_s, valid, ttft_p99_s, tpot_p99_s)`` in the order
+    tried. ``best`` is ``None`` if no rate tried was valid.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    scenario: str
+    rate_per_s: float
+    best: Summary | None
+    trials: tuple[tuple[float, bool, float, float], ...]
+
+    @property
+    def result_tok_s(self) -> float:
+        """The valid run's tokens per second (0 if none was valid)."""
+        return self.best.result if self.best is not None else 0.0
+
+
+def find_server_rate(system: System, scenario: str = "Server", *,
+                     workload: Workload | None = None, model: str = "llama2-70b",
+                     rules: RunRules | None = None, upper_rate_per_s: float | None = None,
+                     iterations: int = 10) -> ServerSearch:
+    """Bisect for the highest Poisson rate whose run LoadGen would judge valid.
+
+    Between 0 and ``upper_rate_per_s`` (default: 1.2 x :func:`offline_rate_per_s`; a
+    Server run can sit a little above a finite Offline run's rate, whose last
+    batches drain slowly),
+    ``iterations`` halvings; every trial is a full run judged with all the rules
+    (duration, count, p99 bounds, early stopping). Validity is assumed to fall
+    with the rate, which holds for these runs but not for every system.
+
+    Raises ``ValueError`` for a scenario without a bound, an unknown model, or a
+    non-positive upper rate.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if scenario not in BOUNDED_SCENARIOS:
+        raise ValueError(f"scenario: {scenario!r} has no rate to search; give "
+                         f"{' or '.join(BOUNDED_SCENARIOS)}")
+    bounds(model, scenario)
+    _check_count("iterations", iterations, 1)
+    workload = Workload() if workload is None else workload
+    rules = mlperf_rules(model) if rules is None else rules
+    high = (1.2 * offline_rate_per_s(system, workload, rules) if upper_rate_per_s is None
+            else _check_rate(upper_rate_per_s))
+    low, best, trials = 0.0, None, []
+    for _ in range(iterations):
+        rate = (low + high) / 2
+        summary = run_scenario(system, scenario, workload=workload, model=model,
+                               rate_per_s=rate, rules=rules)
+        trials.append((rate, summary.valid, summary.ttft_p99_s, summary.tpot_p99_s))
+        if summary.valid:
+            low, best = rate, summary
+        else:
+            high = rate
+    return ServerSearch(scenario, low, best, tuple(trials))
+
+
+# --------------------------------------------------------------------------------------
+# Explorer: target rate -> p99 TTFT and TPOT against the bounds
+# --------------------------------------------------------------------------------------
+
+#: The explorer's run rules — MLPerf's, with the minimum duration cut to a quarter
+#: (150 s) so that one move of the slider simulates in well under a second.
+EXPLORER_SCALE = 0.25
+
+
+@dataclass(frozen=True)
+class ServerView:
+    """One run of the Server explorer: sorted TTFT and TPOT, the bounds and the verdict.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    rate_per_s: float
+    scenario: str
+    ttft_sorted_s: np.ndarray
+    tpot_sorted_s: np.ndarray
+    limit: LatencyBounds
+    summary: Summary
+
+
+def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") -> ServerView:
+    """Run the example system at ``rate_per_s`` under ``scenario`` and judge it.
+
+    Uses :func:`example_system`, the default :class:`Workload` and MLPerf's rules
+    scaled by :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive
+    rate or a scenario without a bound.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if scenario not in BOUNDED_SCENARIOS:
+        raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(BOUNDED_SCENARIOS)}")
+    rate = _check_rate(rate_per_s)
+    summary = run_scenario(_cached_system(), scenario, rate_per_s=rate,
+                           rules=mlperf_rules(scale=EXPLORER_SCALE))
+    return ServerView(rate, scenario, np.sort(summary.log.ttft_s), np.sort(summary.log.tpot_s),
+                      bounds("llama2-70b", scenario), replace(summary, log=None))
+
+
+@cache
+def _cached_system() -> System:
+    return example_system()
+
+
+def _server_render_factory(ax_ttft, ax_tpot):
+    artists = {}
+    for metric, ax, unit in (("ttft", ax_ttft, "s"), ("tpot", ax_tpot, "ms")):
+        (line,) = ax.plot([], [], color=PALETTE[0], lw=2)
+        bound = ax.axvline(1, color=KIND_COLORS["reported"], ls="--", lw=1.5, label="bound")
+        p99 = ax.axvline(1, color="0.3", ls=":", lw=1.5, label="p99 (LoadGen)")
+        ax.axhline(0.99, color="0.6", lw=0.8)
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("share of queries")
+        ax.set_xlabel(f"{metric.upper()} ({unit})")
+        ax.legend(fontsize=8, loc="lower right")
+        artists[metric] = (line, bound, p99)
+    label_kind(ax_tpot, "modelled")
+
+    def render(view: ServerView) -> str:
+        for metric, ax, scale in (("ttft", ax_ttft, 1.0), ("tpot", ax_tpot, 1e3)):
+            values = (view.ttft_sorted_s if metric == "ttft" else view.tpot_sorted_s) * scale
+            line, bound, p99 = artists[metric]
+            line.set_data(values, np.arange(1, len(values) + 1) / len(values))
+            limit = (view.limit.ttft_s if metric == "ttft" else view.limit.tpot_s) * scale
+            summary = view.summary
+            mark = (summary.ttft_p99_s if metric == "ttft" else summary.tpot_p99_s) * scale
+            bound.set_xdata([limit, limit])
+            p99.set_xdata([mark, mark])
+            ax.set_xlim(0, max(limit, mark, values[-1]) * 1.08)
+        s = view.summary
+        verdict = "VALID" if s.valid else "INVALID: " + "; ".join(s.reasons)
+        return (f"{view.scenario} at {view.rate_per_s:.1f} queries/s ({s.queries:,} queries, "
+                f"{s.rules.min_duration_s:.0f} s minimum): {s.result:,.0f} tok/s, "
+                f"p99 TTFT {s.ttft_p99_s * 1e3:,.0f} ms, p99 TPOT {s.tpot_p99_s * 1e3:.1f} ms. "
+                f"{verdict}.")
+
+    return render
+
+
+@register("scen_server", kind="simulation", chapter="05_scenarios")
+def server_explorer() -> Explorer:
+    """Slider: target rate; menu: Server or Interactive bounds.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    import ipywidgets as w
+
+    controls = {
+        "rate_per_s": w.FloatSlider(value=60.0, min=5.0, max=130.0, step=2.5,
+                                    description="queries/s"),
+        "scenario": w.Dropdown(options=list(BOUNDED_SCENARIOS), value="Server",
+                               description="scenario"),
+    }
+    fig, (ax_ttft, ax_tpot) = figure(1, 2, figsize=(9, 3.4))
+    render = _server_render_factory(ax_ttft, ax_tpot)
+    _freeze_layout(fig, render, server_explorer_compute())
+    plt.close(fig)
+    return Explorer(server_explorer_compute, render, controls, fig)

@@ -1,0 +1,187 @@
+"""Behaviour of inferlab.choosing: family floors, fixed-shape costs, the guide, the leaderboard."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+from inferlab import choosing, specs
+from inferlab.choosing import (
+    FAMILIES,
+    Workload,
+    check_leaderboard,
+    check_row,
+    decide,
+    family_floor,
+    latency_spread,
+    padding_waste,
+    power_of_two_buckets,
+    recompile_cost,
+)
+from inferlab.simulator import FixedShape
+from inferlab.widgets import REGISTRY
+from inferlab.workload import Lengths
+
+
+def test_groq_chip_counts_match_the_bandwidth_chapter():
+    # 70 B parameters on 220 MiB chips: 303 at INT8, 607 at FP16 with no reserve
+    # (the bandwidth chapter); with the 10 % reserve the counts rise by about a ninth.
+    floor = family_floor("Llama 3.1 70B", "lpu", "int8")
+    weights = specs.model("Llama 3.1 70B").params_total
+    usable = specs.chip("Groq LPU (GroqChip)").memory_capacity_bytes * 0.9
+    assert floor.chips_to_hold == math.ceil(weights / usable)
+    assert floor.chips_to_hold > 303
+
+
+def test_gpu_ceiling_is_node_bandwidth_over_active_bytes():
+    floor = family_floor("Llama 3.1 70B", "gpu", "fp8")
+    model = specs.model("Llama 3.1 70B")
+    expected = 8 * 4.8e12 / model.params_active
+    assert floor.chips_used == 8
+    assert floor.ceiling_tok_s == pytest.approx(expected)
+    assert floor.chips_to_hold == 1
+
+
+def test_more_chips_never_lower_the_ceiling():
+    ceilings = [family_floor("Llama 3.1 8B", "gpu", "bf16", chips=c).ceiling_tok_s
+                for c in (1, 2, 4, 8)]
+    assert ceilings == sorted(ceilings)
+
+
+def test_bad_family_and_chips_raise():
+    with pytest.raises(ValueError, match="family"):
+        family_floor("Llama 3.1 8B", "tpu-ish")
+    with pytest.raises(ValueError, match="chips"):
+        family_floor("Llama 3.1 8B", "gpu", chips=0)
+
+
+def test_recompile_cost_is_linear_and_zero_without_changes():
+    one = recompile_cost(1)
+    assert one.shapes == 14  # 5 prompt buckets + 9 batch buckets
+    assert recompile_cost(3).compile_s_per_month == pytest.approx(3 * one.compile_s_per_month)
+    assert recompile_cost(0).fraction_of_month == 0
+    fine = FixedShape(prompt_buckets=power_of_two_buckets(128, 2048, 4))
+    assert recompile_cost(1, fine).compile_s_per_month > one.compile_s_per_month
+    with pytest.raises(ValueError, match="changes_per_month"):
+        recompile_cost(-1)
+
+
+def test_padding_waste_exact_on_known_lengths():
+    waste = padding_waste(np.array([100, 128, 129, 500]), (128, 256, 512))
+    assert waste.requested_tokens == 857
+    assert waste.computed_tokens == 128 + 128 + 256 + 512
+    assert waste.fraction == pytest.approx(1 - 857 / 1024)
+    with pytest.raises(ValueError, match="largest bucket"):
+        padding_waste(np.array([600]), (128, 256, 512))
+
+
+def test_more_buckets_never_waste_more():
+    prompts = Lengths(300, cv=1.0, min_tokens=1, max_tokens=2048)
+    wastes = [padding_waste(prompts, power_of_two_buckets(128, 2048, k)).fraction
+              for k in (1, 2, 4, 8)]
+    assert all(a >= b for a, b in zip(wastes, wastes[1:], strict=False))
+    assert wastes[0] > 0.2 > wastes[-1]
+
+
+def test_power_of_two_buckets():
+    assert power_of_two_buckets(128, 1024) == (128, 256, 512, 1024)
+    assert len(power_of_two_buckets(128, 1024, 2)) == 7
+    with pytest.raises(ValueError, match="largest"):
+        power_of_two_buckets(512, 128)
+
+
+def test_fixed_shape_steps_are_constant_and_gpu_steps_vary():
+    spreads = latency_spread()
+    assert spreads["fixed-function"].step_ratio == pytest.approx(1.0)
+    assert spreads["gpu"].step_ratio > 1.0
+    # Padded prefills interrupt decode: the fixed-shape server's per-request tail is wider.
+    assert spreads["fixed-function"].tpot_ratio > spreads["gpu"].tpot_ratio
+
+
+def test_rules_of_thumb_follow_from_the_numbers():
+    frozen_volume = decide(per_user_tok_s=30, changes_per_month=0.5, tokens_per_day=5e9)
+    assert "fixed-function" in frozen_volume.fits and "gpu" in frozen_volume.fits
+    assert "lpu" not in frozen_volume.fits
+    strict = decide(per_user_tok_s=400, tail_ratio_max=1.05)
+    assert strict.fits == ("lpu",)
+    changing = decide(model="Llama 3.1 8B", precision="bf16", per_user_tok_s=30,
+                      changes_per_month=30, tokens_per_day=2e8)
+    assert changing.fits == ("gpu",)
+
+
+def test_every_reason_carries_a_number_and_a_function():
+    for verdict in decide().verdicts:
+        assert verdict.reasons
+        for reason in verdict.reasons:
+            assert isinstance(reason.value, (float, int))
+            assert reason.computed_by
+        assert verdict.fits == (not verdict.against)
+
+
+def test_speed_rule_flips_at_the_attainable_ceiling():
+    ceiling = family_floor("Llama 3.1 70B", "gpu", "fp8").ceiling_tok_s
+    limit = ceiling * choosing.ATTAINABLE_FRACTION
+    assert "gpu" in decide(per_user_tok_s=limit * 0.99).fits
+    assert "gpu" not in decide(per_user_tok_s=limit * 1.01).fits
+
+
+def test_workload_validation():
+    with pytest.raises(ValueError, match="per_user_tok_s"):
+        Workload(per_user_tok_s=0)
+    with pytest.raises(ValueError, match="tail_ratio_max"):
+        Workload(tail_ratio_max=0.5)
+    with pytest.raises(ValueError, match="precision"):
+        Workload(precision="fp7")
+    with pytest.raises(ValueError, match="name"):
+        Workload(model="GPT-9")
+    with pytest.raises(ValueError, match="values"):
+        decide(Workload(), per_user_tok_s=3)
+
+
+def test_leaderboard_rows():
+    table = check_leaderboard()
+    assert len(table) == 20
+    by = {(r.provider, r.model): r for r in table.itertuples()}
+    # Above any HBM node: Cerebras and Groq Llama 3.3 70B.
+    assert by[("Cerebras", "Llama 3.3 70B")].verdict == "beyond HBM: SRAM or speculation"
+    assert by[("Groq", "Llama 3.3 70B")].verdict == "beyond HBM: SRAM or speculation"
+    assert by[("SambaNova", "Llama 3.3 70B")].verdict == "single-stream on HBM"
+    assert by[("Fireworks", "DeepSeek V3.2")].verdict == "single-stream on HBM"
+    # No architecture, no floor.
+    assert by[("first-party API", "GPT-5")].verdict == "unknown model"
+    assert math.isnan(by[("first-party API", "GPT-5")].hbm_ceiling_tok_s)
+    # Llama 3.3 70B is checked with the Llama 3.1 70B shape: 8 x 8 TB/s over 70.6 GB.
+    row = check_row("Llama 3.3 70B", "LPU", 1400)
+    assert row.architecture == "Llama 3.1 70B"
+    assert row.hbm_ceiling_tok_s == pytest.approx(
+        8 * 8e12 / specs.model("Llama 3.1 70B").params_active)
+
+
+def test_gpu_row_above_ceiling_means_speculation():
+    row = check_row("Llama 3.3 70B", "GPU cloud", 5000)
+    assert row.verdict == "beyond HBM on GPUs: speculative decoding"
+    with pytest.raises(ValueError, match="hardware_family"):
+        check_row("Llama 3.3 70B", "quantum", 10)
+
+
+def test_explorer_registered_and_fast():
+    entry = REGISTRY["hw_decide"]
+    assert entry.chapter == "07_choosing_hardware" and entry.kind == "analytic"
+    explorer = entry.factory()
+    explorer.update(**explorer.values())
+    start = time.perf_counter()
+    text = explorer.update(model="Llama 3.1 8B", precision="fp16", per_user_tok_s=100.0,
+                           tail_ratio_max=1.5, changes_per_month=4.0,
+                           log10_tokens_per_day=9.0)
+    assert time.perf_counter() - start < 1.0  # the benchmark holds it to 100 ms
+    assert "GPU" in text
+    with pytest.raises(ValueError, match="per_user_tok_s"):
+        explorer.update(**{**explorer.values(), "per_user_tok_s": -1.0})
+
+
+def test_families_have_reference_chips():
+    for family in FAMILIES:
+        specs.chip(choosing.FAMILY_CHIPS[family])

@@ -1,0 +1,287 @@
+"""LoadGen's scenarios and validity rules, checked on constructed runs whose verdict is known."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from inferlab import loadgen as lg
+from inferlab.simulator import MLPERF_LLAMA2_70B_BOUNDS
+
+
+def server_log(n, *, duration_s=700.0, ttft_s=0.5, tpot_s=0.05, tokens=100,
+               slow_ttft=0, slow_tpot=0):
+    """A Server run of ``n`` queries spread evenly over ``duration_s``, with the given
+    numbers of queries over the llama2-70b Server bounds (TTFT 2 s, TPOT 200 ms)."""
+    issued = np.linspace(1.0, duration_s, n)
+    ttft = np.full(n, ttft_s)
+    ttft[:slow_ttft] = 2.5
+    tpot = np.full(n, tpot_s)
+    tpot[n - slow_tpot:] = 0.25 if slow_tpot else tpot_s
+    first = issued + ttft
+    finish = first + tpot * (tokens - 1)
+    return lg.QueryLog(issued, first, finish, np.full(n, tokens))
+
+
+# ---- the bounds table -------------------------------------------------------------------
+
+def test_bounds_are_the_rules_values():
+    assert lg.bounds("llama2-70b", "Server") == lg.LatencyBounds(2.0, 0.2)
+    assert lg.bounds("llama2-70b", "Interactive") == lg.LatencyBounds(0.45, 0.04)
+    assert lg.bounds("llama3.1-8b", "Server") == lg.LatencyBounds(2.0, 0.1)
+    assert lg.bounds("llama3.1-8b", "Interactive") == lg.LatencyBounds(0.5, 0.03)
+    assert lg.bounds("llama3.1-405b", "Server") == lg.LatencyBounds(6.0, 0.175)
+    assert lg.bounds("llama3.1-405b", "Interactive") == lg.LatencyBounds(4.5, 0.08)
+
+
+def test_llama2_bounds_have_one_definition():
+    for scenario, pair in MLPERF_LLAMA2_70B_BOUNDS.items():
+        assert (lg.BOUNDS["llama2-70b"][scenario].ttft_s,
+                lg.BOUNDS["llama2-70b"][scenario].tpot_s) == pair
+
+
+def test_bounds_table_is_frozen():
+    with pytest.raises(TypeError):
+        lg.BOUNDS["gpt-5"] = {}
+    with pytest.raises(TypeError):
+        lg.BOUNDS["llama2-70b"]["Server"] = lg.LatencyBounds(9, 9)
+
+
+@pytest.mark.parametrize(("model", "scenario", "word"), [
+    ("llama9", "Server", "model"), ("llama2-70b", "Offline", "scenario"),
+    ("llama2-70b", "MultiStream", "scenario"),
+])
+def test_bad_bounds_requests_raise(model, scenario, word):
+    with pytest.raises(ValueError, match=word):
+        lg.bounds(model, scenario)
+
+
+# ---- early stopping --------------------------------------------------------------------
+
+def test_no_slow_query_needs_459_queries_at_p99():
+    assert lg.min_passing_queries(0) == math.ceil(math.log(0.01) / math.log(0.99)) == 459
+
+
+def test_single_stream_needs_64_queries_as_loadgen_prints():
+    # LoadGen's Single-Stream summary: "Processed at least 64 queries" (p90, one slow query).
+    assert lg.min_queries_for_early_stopping(1, 0.90) == 64
+
+
+def test_multistream_p99_needs_662_queries_as_mlperf_conf_sets():
+    # mlperf.conf: *.MultiStream.min_query_count = 662, the early-stopping minimum at p99.
+    assert lg.min_queries_for_early_stopping(1, 0.99) == 662
+
+
+def test_min_passing_is_the_smallest_h_below_one_percent():
+    for t in (0, 1, 5, 40):
+        h = lg.min_passing_queries(t)
+        assert lg.early_stopping_odds(h, t, 0.99) < 0.01
+        assert lg.early_stopping_odds(h - 1, t, 0.99) >= 0.01
+
+
+def test_needed_queries_grow_with_slow_queries():
+    needed = [lg.min_queries_for_early_stopping(t) for t in range(0, 60, 5)]
+    assert all(b > a for a, b in zip(needed, needed[1:], strict=False))
+    # Roughly t / 0.01 for many slow queries: the share must sit below 1 %.
+    assert lg.min_queries_for_early_stopping(200) > 200 / 0.01
+
+
+def test_binomial_cdf_matches_the_direct_sum():
+    n, q = 30, 0.2
+    direct = sum(math.comb(n, x) * q**x * (1 - q) ** (n - x) for x in range(6))
+    assert lg.binomial_cdf(5, n, q) == pytest.approx(direct, rel=1e-12)
+    assert lg.binomial_cdf(30, 30, q) == 1.0
+
+
+def test_early_stopping_counts_strictly_over_the_bound():
+    verdict = lg.early_stopping([1.0, 2.0, 2.0001], 2.0)
+    assert verdict.overlatency == 1
+    assert not verdict.passed
+    assert verdict.more_queries == verdict.needed - 3
+
+
+def test_early_stopping_estimate_discards_what_the_run_can_afford():
+    latencies = np.arange(1, 101, dtype=float)  # 100 queries at p90
+    estimate, discarded = lg.early_stopping_estimate(latencies, 0.90)
+    t = discarded + 1
+    assert lg.min_queries_for_early_stopping(t, 0.90) <= 100
+    assert lg.min_queries_for_early_stopping(t + 1, 0.90) > 100
+    assert estimate == latencies[100 - t]
+    with pytest.raises(ValueError, match="at least 64"):
+        lg.early_stopping_estimate(latencies[:63], 0.90)
+
+
+@pytest.mark.parametrize("bad", [0, 1, -0.5, 1.5, True])
+def test_bad_percentile_raises(bad):
+    with pytest.raises(ValueError, match="percentile"):
+        lg.min_passing_queries(0, bad)
+
+
+def test_negative_overlatency_raises():
+    with pytest.raises(ValueError, match="overlatency"):
+        lg.min_passing_queries(-1)
+
+
+# ---- the verdicts on constructed runs ----------------------------------------------------
+
+def test_a_clean_long_run_is_valid():
+    summary = lg.judge(server_log(1000), "Server")
+    assert summary.valid, summary.reasons
+    assert summary.perf_constraints_met and summary.early_stopping_met
+
+
+def test_meeting_the_p99_but_failing_early_stopping_is_invalid():
+    # 600 queries, 3 over the TTFT bound: LoadGen's p99 (index 594 of 600) is within
+    # the bound, and 600 queries would pass with none slow, but 3 slow ones need more.
+    log = server_log(600, slow_ttft=3)
+    summary = lg.judge(log, "Server")
+    assert summary.ttft_p99_s <= 2.0
+    assert summary.perf_constraints_met
+    assert not summary.early_stopping_met
+    assert not summary.valid
+    ttft = summary.early[0]
+    assert ttft.metric == "ttft" and ttft.overlatency == 3
+    assert ttft.more_queries == lg.min_queries_for_early_stopping(3) - 600
+    assert any("early stopping on TTFT" in reason for reason in summary.reasons)
+
+
+def test_early_stopping_applies_to_tpot_separately():
+    summary = lg.judge(server_log(600, slow_tpot=2), "Server")
+    assert summary.early[0].passed and not summary.early[1].passed
+    assert not summary.valid
+
+
+def test_one_short_of_the_minimum_duration_is_invalid():
+    long_enough = lg.judge(server_log(2000, duration_s=600.0), "Server")
+    short = lg.judge(server_log(2000, duration_s=599.0), "Server")
+    assert long_enough.valid
+    assert not short.valid and not short.min_duration_met
+    assert "short of the minimum" in short.reasons[0]
+
+
+def test_too_few_queries_is_invalid_even_when_long():
+    rules = lg.RunRules(min_duration_s=10.0, min_queries=100)
+    summary = lg.judge(server_log(99, duration_s=20.0), "Server", rules=rules)
+    assert not summary.min_queries_met and not summary.valid
+
+
+def test_p99_over_the_bound_is_invalid():
+    summary = lg.judge(server_log(2000, slow_ttft=40), "Server")
+    assert not summary.perf_constraints_met
+    assert summary.ttft_p99_s > 2.0
+    assert not summary.valid
+
+
+def test_interactive_judges_the_same_run_more_strictly():
+    log = server_log(1000, ttft_s=0.3, tpot_s=0.05)
+    assert lg.judge(log, "Server").valid
+    interactive = lg.judge(log, "Interactive")
+    assert not interactive.valid
+    assert any("TPOT" in reason for reason in interactive.reasons)
+
+
+def test_offline_needs_its_sample_count_and_duration():
+    n = 100
+    log = lg.QueryLog(np.zeros(n), np.full(n, 1.0), np.linspace(2, 700, n), np.full(n, 10))
+    summary = lg.judge(log, "Offline")
+    assert not summary.valid and not summary.min_queries_met
+    assert summary.result == pytest.approx(n * 10 / 700)
+    rules = lg.RunRules(offline_min_samples=100)
+    assert lg.judge(log, "Offline", rules=rules).valid
+
+
+def test_tpot_is_mlperfs_definition():
+    log = lg.QueryLog([0.0, 0.0], [1.0, 1.0], [3.0, 1.0], [5, 1])
+    assert log.tpot_s[0] == pytest.approx((3.0 - 1.0) / 4)
+    assert log.tpot_s[1] == 0.0
+
+
+def test_summary_text_has_loadgens_shape():
+    text = lg.judge(server_log(400, slow_ttft=3), "Server").text()
+    assert "Result is : INVALID" in text
+    assert "Early stopping satisfied: NO" in text
+    assert "Would need to run at least" in text
+
+
+def test_bad_logs_and_scenarios_raise():
+    with pytest.raises(ValueError, match="scenario"):
+        lg.judge(server_log(10), "Batch")
+    with pytest.raises(ValueError, match="model"):
+        lg.judge(server_log(10), "Server", "gpt-9")
+    with pytest.raises(ValueError, match="finish_s"):
+        lg.QueryLog([0.0], [2.0], [1.0], [3])
+    with pytest.raises(ValueError, match="issued_s"):
+        lg.QueryLog([-1.0], [2.0], [3.0], [3])
+
+
+# ---- scenarios against the simulator -----------------------------------------------------
+
+SHORT = lg.mlperf_rules(scale=0.1)
+
+
+def test_scenarios_rank_as_the_chapter_says():
+    system = lg.example_system()
+    offline = lg.run_scenario(system, "Offline", rules=SHORT)
+    server = lg.run_scenario(system, "Server", rate_per_s=60.0, rules=SHORT)
+    single = lg.run_scenario(system, "SingleStream", rules=SHORT)
+    assert offline.valid and server.valid and single.valid
+    assert offline.result > server.result
+    assert single.unit == "s" and single.queries >= 100
+    # Server issues queries until the minimum duration has passed.
+    assert server.duration_s >= SHORT.min_duration_s
+
+
+def test_server_search_finds_a_valid_rate_below_an_invalid_one():
+    system = lg.example_system()
+    found = lg.find_server_rate(system, "Interactive", iterations=6)
+    assert found.best is not None and found.best.valid
+    assert found.best.rules.min_duration_s == 600.0
+    failed = [rate for rate, valid, *_ in found.trials if not valid]
+    assert failed and min(failed) > found.rate_per_s
+    assert found.result_tok_s == pytest.approx(found.best.result)
+
+
+@pytest.mark.parametrize(("kwargs", "word"), [
+    ({"scenario": "Server", "rate_per_s": -3.0}, "rate_per_s"),
+    ({"scenario": "Server", "rate_per_s": None}, "rate_per_s"),
+    ({"scenario": "Batch"}, "scenario"),
+    ({"scenario": "Server", "rate_per_s": 5.0, "model": "gpt-9"}, "model"),
+])
+def test_run_scenario_rejects_bad_input(kwargs, word):
+    with pytest.raises(ValueError, match=word):
+        lg.run_scenario(lg.example_system(), rules=SHORT, **kwargs)
+
+
+def test_search_rejects_unbounded_scenarios_and_bad_rates():
+    with pytest.raises(ValueError, match="scenario"):
+        lg.find_server_rate(lg.example_system(), "Offline")
+    with pytest.raises(ValueError, match="rate_per_s"):
+        lg.find_server_rate(lg.example_system(), "Server", upper_rate_per_s=0.0)
+
+
+def test_rules_scale_and_validate():
+    assert lg.mlperf_rules().min_duration_s == 600.0
+    assert lg.mlperf_rules().offline_min_samples == 24_576
+    assert SHORT.min_duration_s == pytest.approx(60.0) and SHORT.min_queries == 100
+    with pytest.raises(ValueError, match="scale"):
+        lg.mlperf_rules(scale=0)
+    with pytest.raises(ValueError, match="model"):
+        lg.mlperf_rules("gpt-9")
+
+
+def test_workload_draws_are_prefix_consistent():
+    work = lg.Workload(seed=3)
+    p10, o10 = work.lengths(10)
+    p99, o99 = work.lengths(99)
+    assert np.array_equal(p10, p99[:10]) and np.array_equal(o10, o99[:10])
+    assert np.array_equal(work.unit_arrivals(10), work.unit_arrivals(50)[:10])
+
+
+def test_explorer_compute_judges_against_the_chosen_bounds():
+    view = lg.server_explorer_compute(40.0, "Interactive")
+    assert view.limit == lg.bounds("llama2-70b", "Interactive")
+    assert view.summary.valid
+    with pytest.raises(ValueError, match="scenario"):
+        lg.server_explorer_compute(40.0, "Offline")

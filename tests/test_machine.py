@@ -1,0 +1,70 @@
+"""The machine probes return positive, finite rates and say what they ran (tiny sizes)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from inferlab.engine import available_memory_bytes
+from inferlab.machine import (
+    blas_threads,
+    last_level_cache,
+    probe_bandwidth,
+    probe_matmul,
+)
+
+MIB = 2**20
+
+
+@pytest.mark.parametrize("kernel", ["matvec", "sum", "dot"])
+def test_bandwidth_probe_returns_a_positive_rate_and_says_what_ran(kernel):
+    probe = probe_bandwidth(array_bytes=4 * MIB, repeats=3, kernel=kernel)
+    assert math.isfinite(probe.bandwidth_bytes_per_s) and probe.bandwidth_bytes_per_s > 0
+    assert 0 < probe.array_bytes <= 4 * MIB
+    assert probe.p10_s <= probe.median_s <= probe.p90_s
+    assert probe.repeats == 3 and probe.kernel == kernel and probe.threads >= 1
+    assert "MiB read per run" in probe.what_was_run
+    assert "median of 3 runs" in probe.what_was_run
+    assert probe.bandwidth_bytes_per_s == pytest.approx(probe.array_bytes / probe.median_s)
+
+
+def test_bandwidth_probe_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="kernel: got 'memcpy'; allowed: matvec, sum, dot"):
+        probe_bandwidth(array_bytes=4 * MIB, kernel="memcpy")
+    with pytest.raises(ValueError, match="array_bytes: got 100"):
+        probe_bandwidth(array_bytes=100)
+    with pytest.raises(ValueError, match="repeats: got 0"):
+        probe_bandwidth(array_bytes=4 * MIB, repeats=0)
+
+
+def test_matmul_probe_returns_a_positive_rate_and_says_what_ran():
+    probe = probe_matmul(m=64, k=128, n=96, repeats=3)
+    assert math.isfinite(probe.flop_per_s) and probe.flop_per_s > 0
+    assert probe.flop_per_s == pytest.approx(2 * 64 * 128 * 96 / probe.median_s)
+    assert "X 64x128, W 96x128" in probe.what_was_run
+    assert "SGEMM" in probe.what_was_run
+    with pytest.raises(ValueError, match="k: got 0"):
+        probe_matmul(k=0)
+
+
+def test_cache_size_is_read_or_assumed(tmp_path):
+    cache = last_level_cache()
+    assert cache.bytes > 0 and cache.level >= 1 and cache.source
+    for index, (level, size) in enumerate([(1, "48K"), (2, "1024K"), (3, "32768K")]):
+        folder = tmp_path / f"index{index}"
+        folder.mkdir()
+        (folder / "level").write_text(f"{level}\n")
+        (folder / "size").write_text(f"{size}\n")
+    fake = last_level_cache(tmp_path)
+    assert (fake.bytes, fake.level) == (32 * MIB, 3)
+    assert fake.source.endswith("index2")
+
+
+def test_threads_and_free_memory_are_reported(monkeypatch):
+    threads, source = blas_threads()
+    assert threads >= 1 and source
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    assert blas_threads() == (3, "OPENBLAS_NUM_THREADS=3")
+    available, source = available_memory_bytes()
+    assert available > 0 and source
