@@ -157,9 +157,9 @@ def probe_bandwidth(
     probe for decode because it *is* decode's access pattern: every weight read
     once per token, with two multiply-adds per 4 bytes, far below what the cores
     can compute. ``"sum"`` and ``"dot"`` are there for comparison: measured on a
-    2-core EPYC, ``np.add.reduce`` (pairwise summation on one thread) reached
-    about a third of GEMV's bandwidth, and SDOT about two thirds, so a probe
-    built on them would understate the floor and flatter the engine.
+    2-core EPYC where GEMV read 67 GB/s, ``np.add.reduce`` (pairwise summation
+    on one thread) read 24 GB/s and SDOT 43 GB/s, so a probe built on them would
+    understate the floor and flatter the engine.
     The arrays are filled with ones, not ``np.zeros``, because untouched zero
     pages all map to one physical page and would be read from cache. Chapter
     "bandwidth floor".
@@ -176,16 +176,17 @@ def probe_bandwidth(
     run, read_bytes = build(array_bytes // 4)
     stats = spread(time_repeats(run, repeats))
     threads, threads_source = blas_threads()
-    threads_used = 1 if kernel == "sum" else threads
+    if kernel == "sum":
+        threads, threads_source = 1, "NumPy's reductions run on one thread"
     return BandwidthProbe(
         bandwidth_bytes_per_s=read_bytes / stats["median_s"],
         array_bytes=read_bytes,
         repeats=repeats,
-        threads=threads_used,
+        threads=threads,
         kernel=kernel,
         what_was_run=(
             f"{description}: {read_bytes / MIB:.0f} MiB read per run, median of {repeats} "
-            f"runs after a warm-up, {threads_used} thread(s) ({threads_source})"
+            f"runs after a warm-up, {threads} thread(s) ({threads_source})"
         ),
         **stats,
     )
