@@ -1,0 +1,749 @@
+"""A local OpenAI-compatible server for the lab engine, with continuous batching.
+
+The endpoint lab benchmarks a real HTTP endpoint on the reader's own machine.
+:class:`LabServer` serves :class:`inferlab.engine.Engine` over the OpenAI API:
+
+- ``POST /v1/completions`` and ``POST /v1/chat/completions``, streamed as
+  server-sent events (``stream: true``, with ``stream_options.include_usage``
+  for a final usage chunk) or returned whole; ``max_tokens`` and
+  ``ignore_eos`` (vLLM's extension) fix the output length;
+- ``GET /v1/models``; ``GET /inferlab/stats`` (the scheduler's counters).
+
+Continuous batching: one worker thread owns the engine. At every step it
+admits waiting requests (prefilling each prompt on its own), runs one batched
+decode step for every running sequence, hands each new token to its request's
+asyncio queue with ``loop.call_soon_threadsafe``, and retires the finished and
+the cancelled. Requests therefore join and leave the batch between any two
+decode steps (Yu et al., 2022, "Orca"; Kwon et al., 2023, vLLM). NumPy
+releases the GIL inside BLAS, so the event loop keeps serving while a step runs.
+
+The sequences of a running batch have different lengths, which the engine's
+one-length :class:`~inferlab.engine.KVCache` cannot hold, so each request keeps
+its own cache and :func:`decode_step_ragged` batches the weight multiplies of
+all sequences (the bytes that dominate a decode step) and attends each sequence
+to its own cache. With one sequence it calls the engine's own
+:meth:`~inferlab.engine.Engine.decode_step`.
+
+Tokens: the weights are random, so the text is gibberish, but every token is
+the engine's greedy output decoded with one of the book's tokenizers
+(``cl100k_base`` by default). The engine's vocabulary (16,384 ids for the
+default size) is smaller than the tokenizer's, so prompt ids are taken modulo
+the engine's vocabulary on the way in; every id the engine emits is below its
+vocabulary and hence a valid id of a larger tokenizer. A size whose vocabulary
+exceeds the tokenizer's is refused. With random weights the model practically
+never emits an end-of-sequence token: set ``eos_token_id`` to make one id stop
+a request (unless the request sets ``ignore_eos``).
+
+Errors have OpenAI's body ``{"error": {"message", "type", "param", "code"}}``:
+malformed JSON or fields 400, an unknown model 404, a prompt (plus
+``max_tokens``) longer than the context 400, and 429 when ``max_running``
+requests are running and ``max_waiting`` more are queued (requests beyond the
+running batch wait in that queue; set ``max_waiting=0`` to refuse at once).
+A client that disconnects mid-stream has its request cancelled at once and its
+slot freed at the end of the decode step in flight. Closing the server ends
+every open stream with ``finish_reason: "abort"`` and ``data: [DONE]``.
+
+Use it as a context manager (``with LabServer() as server: server.base_url``;
+a free port on 127.0.0.1, shut down on exit) or from the command line,
+``python -m inferlab.server --port 8000``. Used in the endpoint lab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import math
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from inferlab.engine import (
+    DEFAULT_SIZE,
+    Engine,
+    EngineConfig,
+    KVCache,
+    greedy,
+    rms_norm,
+    rope,
+    rotary_angles,
+    softmax,
+)
+from inferlab.tokenizers import get_tokenizer
+
+#: The host the server binds to unless told otherwise: this machine only.
+DEFAULT_HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What the server runs and how many requests it holds.
+
+    ``size`` names an engine size (:data:`inferlab.engine.SIZES`), ``seed`` its
+    weights, ``tokenizer`` the book tokenizer that turns prompts into ids and
+    ids into text. ``max_running`` bounds the running batch, ``max_waiting``
+    the queue behind it (429 beyond both). ``context_tokens`` bounds prompt
+    plus ``max_tokens``. ``stream_interval`` is the number of tokens per
+    streamed chunk (1: one chunk per token; more imitates servers that batch
+    their stream). ``model`` is the name clients must send (``inferlab-<size>``
+    by default). Raises ``ValueError`` naming the argument for bad values.
+    """
+
+    size: str = DEFAULT_SIZE
+    seed: int = 0
+    tokenizer: str = "cl100k_base"
+    max_running: int = 32
+    max_waiting: int = 64
+    context_tokens: int = 2048
+    default_max_tokens: int = 16
+    stream_interval: int = 1
+    eos_token_id: int | None = None
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        for argument, minimum in (("max_running", 1), ("max_waiting", 0), ("context_tokens", 2),
+                                  ("default_max_tokens", 1), ("stream_interval", 1)):
+            value = getattr(self, argument)
+            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+                raise ValueError(f"{argument}: got {value!r}; must be a whole number >= {minimum}")
+        EngineConfig.named(self.size)
+
+    @property
+    def model_name(self) -> str:
+        """The model id the server answers to."""
+        return self.model or f"inferlab-{self.size}"
+
+
+@dataclass(frozen=True)
+class ServerStats:
+    """A snapshot of the scheduler's counters (the server's ``/inferlab/stats``).
+
+    ``running`` sequences are in the batch, ``waiting`` are queued for a slot;
+    ``completed``, ``cancelled`` (client went away), ``aborted`` (server shut
+    down) and ``rejected`` (429) count requests since start; ``steps`` counts
+    batched decode steps and ``tokens`` generated tokens.
+    """
+
+    running: int
+    waiting: int
+    completed: int
+    cancelled: int
+    aborted: int
+    rejected: int
+    steps: int
+    tokens: int
+
+
+class APIError(Exception):
+    """An error the server answers with OpenAI's error body and an HTTP status."""
+
+    def __init__(self, status: int, message: str, param: str | None = None,
+                 error_type: str = "invalid_request_error", code: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.param = status, message, param
+        self.error_type, self.code = error_type, code
+
+    def response(self) -> JSONResponse:
+        """The JSON response for this error."""
+        body = {"error": {"message": self.message, "type": self.error_type,
+                          "param": self.param, "code": self.code}}
+        return JSONResponse(body, status_code=self.status)
+
+
+def decode_step_ragged(engine: Engine, tokens: np.ndarray, caches: list[KVCache]) -> np.ndarray:
+    """One decode step for sequences of different lengths, each with its own batch-1 cache.
+
+    ``tokens`` ``(batch,)`` is each sequence's newest token. The weight matrix
+    multiplies run once for the whole batch (one weight read shared by every
+    sequence, the point of batching); attention runs per sequence over its own
+    cache, whose lengths differ. Returns ``(batch, vocab)`` logits, equal (to
+    float32 rounding) to calling ``engine.decode_step`` on each sequence alone.
+    One sequence is handed to ``engine.decode_step`` itself.
+    """
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 1 or len(tokens) != len(caches) or not caches:
+        raise ValueError(f"tokens: got shape {tokens.shape}; must be (len(caches),) >= 1")
+    if len(caches) == 1:
+        return engine.decode_step(tokens, caches[0])
+    config = engine.config
+    batch, d = len(caches), config.model_width
+    heads, kv_heads, head_width = config.heads, config.kv_heads, config.head_width
+    group, kv_width = heads // kv_heads, config.kv_width
+    positions = np.array([cache.length for cache in caches])
+    for cache in caches:
+        if cache.batch != 1 or cache.length + 1 > cache.capacity:
+            raise ValueError("caches: each must be a batch-1 cache with room for one more token")
+    cos, sin = rotary_angles(positions, head_width, config.rope_base)
+    cos, sin = cos[:, None, None, :], sin[:, None, None, :]
+    scale = np.float32(1.0 / math.sqrt(head_width))
+    x = engine.embedding[:, tokens].T
+    attended = np.empty((batch, heads, head_width), np.float32)
+    for index, layer in enumerate(engine.layers):
+        h = rms_norm(x, layer.attention_norm, config.norm_eps)
+        qkv = h @ layer.qkv
+        q = rope(qkv[:, :d].reshape(batch, heads, 1, head_width), cos, sin) * scale
+        k = rope(qkv[:, d:d + kv_width].reshape(batch, kv_heads, 1, head_width), cos, sin)
+        v = qkv[:, d + kv_width:].reshape(batch, kv_heads, 1, head_width)
+        for row, cache in enumerate(caches):
+            end = positions[row] + 1
+            keys, values = cache.keys[index][0], cache.values[index][0]
+            keys[:, end - 1] = k[row, :, 0]
+            values[:, end - 1] = v[row, :, 0]
+            scores = q[row].reshape(kv_heads, group, head_width) @ keys[:, :end].transpose(0, 2, 1)
+            attended[row] = (softmax(scores) @ values[:, :end]).reshape(heads, head_width)
+        x = x + attended.reshape(batch, d) @ layer.attention_out
+        h = rms_norm(x, layer.mlp_norm, config.norm_eps)
+        gate_up = h @ layer.gate_up
+        gate, up = gate_up[:, :config.mlp_width], gate_up[:, config.mlp_width:]
+        x = x + (gate * (0.5 + 0.5 * np.tanh(0.5 * gate)) * up) @ layer.down
+    for cache in caches:
+        cache.length += 1
+    return rms_norm(x, engine.final_norm, config.norm_eps) @ engine.embedding
+
+
+class _Sequence:
+    """One request inside the scheduler (worker-thread state plus its event-loop queue)."""
+
+    __slots__ = ("prompt", "max_tokens", "ignore_eos", "loop", "queue", "cancelled",
+                 "cache", "generated")
+
+    def __init__(self, prompt: np.ndarray, max_tokens: int, ignore_eos: bool,
+                 loop: asyncio.AbstractEventLoop) -> None:
+        self.prompt, self.max_tokens, self.ignore_eos = prompt, max_tokens, ignore_eos
+        self.loop = loop
+        self.queue: asyncio.Queue = asyncio.Queue()
+        self.cancelled = False
+        self.cache: KVCache | None = None
+        self.generated: list[int] = []
+
+    def push(self, item: tuple) -> None:
+        # RuntimeError: the event loop has closed, so nobody is listening.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
+
+
+class Scheduler:
+    """The worker thread that owns the engine and runs continuous batching.
+
+    ``submit`` queues a sequence (from the event loop), ``cancel`` marks one
+    for removal, ``stop`` ends every sequence with ``"abort"`` and joins the
+    thread. ``stats`` and ``wait_for`` read the counters under one condition
+    variable, so a test can wait for a state instead of sleeping.
+    """
+
+    def __init__(self, engine: Engine, config: ServerConfig) -> None:
+        self.engine, self.config = engine, config
+        self._condition = threading.Condition()
+        self._waiting: deque[_Sequence] = deque()
+        self._running: list[_Sequence] = []
+        self._counts = dict.fromkeys(("completed", "cancelled", "aborted", "rejected",
+                                      "steps", "tokens"), 0)
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name="inferlab-engine", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def admit(self, sequence: _Sequence) -> None:
+        """Queue ``sequence``; raise :class:`APIError` 429 if the queue is full, 503 if stopping."""
+        with self._condition:
+            if self._stopping:
+                raise APIError(503, "the server is shutting down", error_type="server_error")
+            held = len(self._running) + len(self._waiting)
+            if held >= self.config.max_running + self.config.max_waiting:
+                self._counts["rejected"] += 1
+                raise APIError(
+                    429, f"too many requests: {held} held (max_running="
+                    f"{self.config.max_running} + max_waiting={self.config.max_waiting})",
+                    error_type="rate_limit_error", code="rate_limit_exceeded")
+            self._waiting.append(sequence)
+            self._condition.notify_all()
+
+    def cancel(self, sequence: _Sequence) -> None:
+        """Mark ``sequence`` cancelled; the worker drops it before its next step."""
+        with self._condition:
+            sequence.cancelled = True
+            self._condition.notify_all()
+
+    def stats(self) -> ServerStats:
+        with self._condition:
+            return self._snapshot()
+
+    def _snapshot(self) -> ServerStats:
+        return ServerStats(running=len(self._running), waiting=len(self._waiting), **self._counts)
+
+    def wait_for(self, predicate: Callable[[ServerStats], bool], timeout_s: float) -> bool:
+        """Block until ``predicate(stats)`` holds or ``timeout_s`` passes; say whether it held."""
+        with self._condition:
+            return self._condition.wait_for(lambda: predicate(self._snapshot()), timeout_s)
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        with self._condition:
+            self._stopping = True
+            self._condition.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout_s)
+
+    def _finish(self, sequence: _Sequence, reason: str, counter: str) -> None:
+        sequence.cache = None
+        self._counts[counter] += 1
+        sequence.push(("end", reason))
+
+    def _emit(self, sequence: _Sequence, token: int) -> bool:
+        """Hand ``token`` to the request; return True if the request is finished."""
+        sequence.generated.append(token)
+        self._counts["tokens"] += 1
+        sequence.push(("token", token))
+        eos = self.config.eos_token_id
+        if eos is not None and token == eos and not sequence.ignore_eos:
+            self._finish(sequence, "stop", "completed")
+            return True
+        if len(sequence.generated) >= sequence.max_tokens:
+            self._finish(sequence, "length", "completed")
+            return True
+        return False
+
+    def _loop(self) -> None:
+        engine = self.engine
+        while True:
+            with self._condition:
+                self._condition.wait_for(
+                    lambda: self._stopping or self._waiting or self._running, timeout=1.0)
+                if self._stopping:
+                    for sequence in [*self._running, *self._waiting]:
+                        self._finish(sequence, "abort", "aborted")
+                    self._running.clear()
+                    self._waiting.clear()
+                    self._condition.notify_all()
+                    return
+                for sequence in [s for s in self._running if s.cancelled]:
+                    self._running.remove(sequence)
+                    self._finish(sequence, "cancelled", "cancelled")
+                for sequence in [s for s in self._waiting if s.cancelled]:
+                    self._waiting.remove(sequence)
+                    self._finish(sequence, "cancelled", "cancelled")
+                admitted = []
+                free = self.config.max_running - len(self._running)
+                while self._waiting and len(admitted) < free:
+                    admitted.append(self._waiting.popleft())
+                self._running.extend(admitted)
+                running = list(self._running)
+                self._condition.notify_all()
+            finished = []
+            for sequence in admitted:  # prefill outside the lock
+                logits, sequence.cache = engine.prefill(
+                    sequence.prompt[None, :], capacity=len(sequence.prompt) + sequence.max_tokens)
+                with self._condition:
+                    if self._emit(sequence, int(greedy(logits)[0])):
+                        finished.append(sequence)
+            decoding = [s for s in running if s not in admitted and s not in finished]
+            if decoding:
+                tokens = np.array([s.generated[-1] for s in decoding])
+                logits = decode_step_ragged(engine, tokens, [s.cache for s in decoding])
+                new = greedy(logits)
+                with self._condition:
+                    self._counts["steps"] += 1
+                    for sequence, token in zip(decoding, new, strict=True):
+                        if self._emit(sequence, int(token)):
+                            finished.append(sequence)
+            if finished:
+                with self._condition:
+                    for sequence in finished:
+                        if sequence in self._running:
+                            self._running.remove(sequence)
+                    self._condition.notify_all()
+
+
+class _Detokenizer:
+    """Incremental detokenization: text of new tokens, holding back a split UTF-8 character.
+
+    Decodes a short window of recent ids (the approach of Hugging Face's
+    text-generation-inference) so each token costs the same however long the
+    output, and keeps back text that ends in U+FFFD until the next token
+    completes the character.
+    """
+
+    def __init__(self, tokenizer) -> None:
+        self.tokenizer, self.ids = tokenizer, []
+        self.prefix_offset = self.read_offset = 0
+
+    def add(self, token: int, final: bool = False) -> str:
+        if token >= 0:
+            self.ids.append(token)
+        return self._text(final)
+
+    def _text(self, final: bool) -> str:
+        decode = self.tokenizer.decode
+        before = decode(self.ids[self.prefix_offset:self.read_offset])
+        after = decode(self.ids[self.prefix_offset:])
+        if len(after) > len(before) and (final or not after.endswith("\ufffd")):
+            self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
+            return after[len(before):]
+        return ""
+
+
+def _chat_prompt(messages) -> str:
+    """The plain chat template this server uses: ``<|role|>`` lines, then the assistant's turn."""
+    parts = [f"<|{m['role']}|>\n{m['content']}\n" for m in messages]
+    return "".join(parts) + "<|assistant|>\n"
+
+
+class _SSEResponse:
+    """An ASGI response that streams server-sent events from a request's token queue.
+
+    Listens for ``http.disconnect`` while it streams, so a client that goes
+    away cancels its request at once rather than when the next write fails.
+    """
+
+    def __init__(self, server: LabServer, job: dict) -> None:
+        self.server, self.job = server, job
+
+    async def __call__(self, scope, receive, send) -> None:
+        sequence: _Sequence = self.job["sequence"]
+        scheduler = self.server.scheduler
+
+        async def listen() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    scheduler.cancel(sequence)
+                    sequence.queue.put_nowait(("disconnect", None))
+                    return
+
+        listener = asyncio.ensure_future(listen())
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": [
+                (b"content-type", b"text/event-stream; charset=utf-8"),
+                (b"cache-control", b"no-cache")]})
+            async for event in self.server._events(self.job):
+                await send({"type": "http.response.body", "body": event, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            scheduler.cancel(sequence)
+        finally:
+            listener.cancel()
+            if not self.job.get("done"):
+                scheduler.cancel(sequence)
+
+
+class LabServer:
+    """The lab engine behind an OpenAI-compatible HTTP API (see the module docstring).
+
+    ``LabServer(config, host=..., port=0)`` builds the engine and the app;
+    ``start()`` runs the scheduler and uvicorn in background threads on a free
+    port (``port=0``) and returns when the server accepts connections;
+    ``close()`` ends open streams and stops both. As a context manager it
+    starts on entry and closes on exit. ``base_url`` is ``http://host:port/v1``.
+    """
+
+    def __init__(self, config: ServerConfig | None = None, *, host: str = DEFAULT_HOST,
+                 port: int = 0, engine: Engine | None = None) -> None:
+        self.config = config or ServerConfig()
+        engine_config = EngineConfig.named(self.config.size)
+        self.tokenizer = get_tokenizer(self.config.tokenizer)
+        if engine_config.vocab_size > self.tokenizer.vocab_size:
+            raise ValueError(
+                f"tokenizer: {self.config.tokenizer!r} has {self.tokenizer.vocab_size} ids, fewer "
+                f"than size {self.config.size!r}'s vocabulary of {engine_config.vocab_size}; "
+                "pick a tokenizer with at least as many ids")
+        self.engine = engine or Engine(engine_config, self.config.seed, show=None)
+        self.scheduler = Scheduler(self.engine, self.config)
+        self.host, self._port = host, port
+        self._ids = itertools.count()
+        self._uvicorn: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self.app = Starlette(routes=[
+            Route("/v1/models", self._models, methods=["GET"]),
+            Route("/v1/completions", self._completions, methods=["POST"]),
+            Route("/v1/chat/completions", self._chat, methods=["POST"]),
+            Route("/inferlab/stats", self._stats, methods=["GET"]),
+        ])
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on (known once started)."""
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL, ``http://host:port/v1``."""
+        return f"http://{self.host}:{self._port}/v1"
+
+    def _uvicorn_config(self) -> uvicorn.Config:
+        return uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",
+                              timeout_graceful_shutdown=5, ws="none")
+
+    def start(self, timeout_s: float = 30.0) -> LabServer:
+        """Start the scheduler and the HTTP server in background threads."""
+        if self._thread is not None:
+            raise RuntimeError("the server is already started")
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((self.host, self._port))
+        sock.listen(256)
+        self._socket, self._port = sock, sock.getsockname()[1]
+        self.scheduler.start()
+        self._uvicorn = uvicorn.Server(self._uvicorn_config())
+        started = threading.Event()
+        original_startup = self._uvicorn.startup
+
+        async def startup(sockets=None):
+            await original_startup(sockets=sockets)
+            started.set()
+
+        self._uvicorn.startup = startup
+        self._thread = threading.Thread(target=self._uvicorn.run, kwargs={"sockets": [sock]},
+                                        name="inferlab-http", daemon=True)
+        self._thread.start()
+        if not started.wait(timeout_s):
+            self.close()
+            raise RuntimeError(f"the server did not start within {timeout_s} s")
+        return self
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """End every open stream (``finish_reason: "abort"``), then stop the threads."""
+        self.scheduler.stop(timeout_s)
+        if self._uvicorn is not None:
+            self._uvicorn.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        if self._socket is not None:
+            self._socket.close()
+
+    def __enter__(self) -> LabServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def stats(self) -> ServerStats:
+        """The scheduler's counters now."""
+        return self.scheduler.stats()
+
+    def wait_for(self, predicate: Callable[[ServerStats], bool], timeout_s: float = 10.0) -> bool:
+        """Wait until ``predicate(stats)`` holds; False if ``timeout_s`` passed first."""
+        return self.scheduler.wait_for(predicate, timeout_s)
+
+    def serve_forever(self) -> None:
+        """Serve in this thread until interrupted (the command line's entry point)."""
+        self.scheduler.start()
+        try:
+            uvicorn.Server(uvicorn.Config(self.app, host=self.host, port=self._port,
+                                          log_level="info", lifespan="off",
+                                          timeout_graceful_shutdown=5, ws="none")).run()
+        finally:
+            self.scheduler.stop()
+
+    # -- handlers ----------------------------------------------------------------------------
+
+    async def _models(self, request: Request) -> JSONResponse:
+        return JSONResponse({"object": "list", "data": [{
+            "id": self.config.model_name, "object": "model", "created": 0,
+            "owned_by": "inferlab", "max_model_len": self.config.context_tokens}]})
+
+    async def _stats(self, request: Request) -> JSONResponse:
+        return JSONResponse(asdict(self.stats()))
+
+    async def _completions(self, request: Request):
+        return await self._handle(request, chat=False)
+
+    async def _chat(self, request: Request):
+        return await self._handle(request, chat=True)
+
+    async def _handle(self, request: Request, chat: bool):
+        try:
+            job = self._parse(await request.body(), chat)
+            job["sequence"] = _Sequence(job["prompt_ids"], job["max_tokens"], job["ignore_eos"],
+                                        asyncio.get_running_loop())
+            self.scheduler.admit(job["sequence"])
+        except APIError as error:
+            return error.response()
+        if job["stream"]:
+            return _SSEResponse(self, job)
+        try:
+            text, finish = [], None
+            detok = _Detokenizer(self.tokenizer)
+            while finish is None:
+                kind, value = await job["sequence"].queue.get()
+                if kind == "token":
+                    text.append(detok.add(value))
+                elif kind == "end":
+                    finish = value
+                    text.append(detok.add(-1, final=True))
+        finally:
+            if finish is None:
+                self.scheduler.cancel(job["sequence"])
+        return JSONResponse(self._whole_body(job, "".join(text), finish))
+
+    def _parse(self, raw: bytes, chat: bool) -> dict:
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise APIError(400, f"the body is not valid JSON: {error}") from error
+        if not isinstance(body, dict):
+            raise APIError(400, "the body must be a JSON object")
+        model = body.get("model")
+        if not isinstance(model, str):
+            raise APIError(400, "model: required, a string", "model")
+        if model != self.config.model_name:
+            raise APIError(404, f"The model `{model}` does not exist; this server serves "
+                           f"`{self.config.model_name}`", "model", code="model_not_found")
+        if chat:
+            messages = body.get("messages")
+            if (not isinstance(messages, list) or not messages or not all(
+                    isinstance(m, dict) and isinstance(m.get("role"), str)
+                    and isinstance(m.get("content"), str) for m in messages)):
+                raise APIError(400, "messages: required, a non-empty list of "
+                               "{role: str, content: str}", "messages")
+            prompt_ids = self.tokenizer.encode(_chat_prompt(messages))
+        else:
+            prompt = body.get("prompt")
+            if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
+                prompt = prompt[0]
+            if isinstance(prompt, str):
+                prompt_ids = self.tokenizer.encode(prompt)
+            elif (isinstance(prompt, list) and prompt and all(
+                    isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt)):
+                prompt_ids = list(prompt)
+            else:
+                raise APIError(400, "prompt: required, a string or a non-empty list of "
+                               "token ids", "prompt")
+        if not prompt_ids:
+            prompt_ids = [0]  # an empty prompt still needs one position to predict from
+        key = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
+        max_tokens = body.get(key, self.config.default_max_tokens)
+        if max_tokens is None:
+            max_tokens = self.config.default_max_tokens
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise APIError(400, f"{key}: got {max_tokens!r}; must be an integer >= 1", key)
+        context = self.config.context_tokens
+        if len(prompt_ids) + max_tokens > context:
+            raise APIError(400, f"This model's maximum context length is {context} tokens. "
+                           f"However, you requested {len(prompt_ids) + max_tokens} tokens "
+                           f"({len(prompt_ids)} in the prompt, {max_tokens} for the "
+                           "completion).", "messages" if chat else "prompt",
+                           code="context_length_exceeded")
+        stream = body.get("stream", False)
+        ignore_eos = body.get("ignore_eos", False)
+        options = body.get("stream_options") or {}
+        for name, value in (("stream", stream), ("ignore_eos", ignore_eos)):
+            if not isinstance(value, bool):
+                raise APIError(400, f"{name}: got {value!r}; must be true or false", name)
+        if not isinstance(options, dict) or not isinstance(options.get("include_usage", False),
+                                                           bool):
+            raise APIError(400, "stream_options: must be an object with a boolean "
+                           "include_usage", "stream_options")
+        if body.get("n", 1) != 1:
+            raise APIError(400, "n: this server generates one choice per request", "n")
+        vocab = self.engine.config.vocab_size
+        return {"chat": chat, "stream": stream, "max_tokens": max_tokens,
+                "ignore_eos": ignore_eos, "include_usage": options.get("include_usage", False),
+                "prompt_ids": np.asarray(prompt_ids, dtype=np.int64) % vocab,
+                "id": f"{'chatcmpl' if chat else 'cmpl'}-{next(self._ids)}",
+                "created": int(time.time())}
+
+    def _usage(self, job: dict) -> dict:
+        prompt = len(job["prompt_ids"])
+        completion = len(job["sequence"].generated)
+        return {"prompt_tokens": prompt, "completion_tokens": completion,
+                "total_tokens": prompt + completion}
+
+    def _whole_body(self, job: dict, text: str, finish: str) -> dict:
+        head = {"id": job["id"], "created": job["created"], "model": self.config.model_name}
+        if job["chat"]:
+            choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                      "finish_reason": finish}
+            return {**head, "object": "chat.completion", "choices": [choice],
+                    "usage": self._usage(job)}
+        choice = {"index": 0, "text": text, "logprobs": None, "finish_reason": finish}
+        return {**head, "object": "text_completion", "choices": [choice],
+                "usage": self._usage(job)}
+
+    def _chunk(self, job: dict, text: str | None, finish: str | None, role: bool = False) -> bytes:
+        head = {"id": job["id"], "created": job["created"], "model": self.config.model_name}
+        if job["chat"]:
+            delta = {"role": "assistant", "content": ""} if role else (
+                {"content": text} if text else {})
+            body = {**head, "object": "chat.completion.chunk",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        else:
+            body = {**head, "object": "text_completion",
+                    "choices": [{"index": 0, "text": text or "", "logprobs": None,
+                                 "finish_reason": finish}]}
+        if job["include_usage"]:
+            body["usage"] = None
+        return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+    async def _events(self, job: dict):
+        """The server-sent events of one streamed request, ending in ``data: [DONE]``."""
+        sequence: _Sequence = job["sequence"]
+        detok = _Detokenizer(self.tokenizer)
+        interval = self.config.stream_interval
+        pending, held = "", 0
+        while True:
+            kind, value = await sequence.queue.get()
+            if kind == "disconnect":
+                return
+            if job["chat"] and not job.get("role_sent"):
+                # As vLLM does, the role chunk goes out with the first token, not before it.
+                job["role_sent"] = True
+                yield self._chunk(job, None, None, role=True)
+            if kind == "token":
+                pending += detok.add(value)
+                held += 1
+                if held >= interval and pending:
+                    yield self._chunk(job, pending, None)
+                    pending, held = "", 0
+                continue
+            job["done"] = True
+            pending += detok.add(-1, final=True)
+            yield self._chunk(job, pending, value)
+            if job["include_usage"]:
+                head = {"id": job["id"], "created": job["created"],
+                        "model": self.config.model_name,
+                        "object": "chat.completion.chunk" if job["chat"] else "text_completion"}
+                usage = {**head, "choices": [], "usage": self._usage(job)}
+                yield b"data: " + json.dumps(usage).encode() + b"\n\n"
+            yield b"data: [DONE]\n\n"
+            return
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m inferlab.server``: serve the lab engine until interrupted."""
+    parser = argparse.ArgumentParser(description="Serve the inferlab engine over the OpenAI API.")
+    parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--size", default=DEFAULT_SIZE, help="engine size (tiny, small, ...)")
+    parser.add_argument("--tokenizer", default="cl100k_base")
+    parser.add_argument("--max-running", type=int, default=32)
+    parser.add_argument("--max-waiting", type=int, default=64)
+    parser.add_argument("--context-tokens", type=int, default=2048)
+    parser.add_argument("--stream-interval", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    config = ServerConfig(size=args.size, seed=args.seed, tokenizer=args.tokenizer,
+                          max_running=args.max_running, max_waiting=args.max_waiting,
+                          context_tokens=args.context_tokens,
+                          stream_interval=args.stream_interval)
+    server = LabServer(config, host=args.host, port=args.port)
+    print(f"serving {config.model_name} at http://{args.host}:{args.port}/v1", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

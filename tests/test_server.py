@@ -1,0 +1,249 @@
+"""The lab's OpenAI-compatible server, over real HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import httpx
+import numpy as np
+import pytest
+
+from inferlab.engine import Engine, EngineConfig
+from inferlab.loadclient import LoadSpec, run_load
+from inferlab.server import LabServer, ServerConfig, decode_step_ragged
+from inferlab.tokenizers import get_tokenizer
+
+TINY = ServerConfig(size="tiny", context_tokens=4096)
+MODEL = "inferlab-tiny"
+TIMEOUT = httpx.Timeout(30.0)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LabServer(TINY) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def small_engine():
+    """The default size, whose decode steps are slow enough to hold a request running."""
+    return Engine(EngineConfig.named("small"), show=None)
+
+
+@pytest.fixture(scope="module")
+def slow_server(small_engine):
+    with LabServer(ServerConfig(context_tokens=8192), engine=small_engine) as running:
+        yield running
+
+
+@pytest.fixture()
+def client():
+    with httpx.Client(timeout=TIMEOUT) as c:
+        yield c
+
+
+def events(response) -> list:
+    """The parsed ``data:`` events of a streamed response (``"[DONE]"`` kept as a string)."""
+    out = []
+    for line in response.iter_lines():
+        if line.startswith("data: "):
+            payload = line[len("data: "):]
+            out.append(payload if payload == "[DONE]" else json.loads(payload))
+    return out
+
+
+def expected_text(prompt: str, max_tokens: int) -> tuple[str, int]:
+    tokenizer = get_tokenizer("cl100k_base")
+    engine = Engine(EngineConfig.named("tiny"), show=None)
+    ids = np.array(tokenizer.encode(prompt)) % engine.config.vocab_size
+    out = engine.generate(ids[None, :], max_tokens)[0]
+    return tokenizer.decode([int(t) for t in out]), len(ids)
+
+
+def test_models_lists_the_served_model(server, client):
+    body = client.get(server.base_url + "/models").json()
+    assert [m["id"] for m in body["data"]] == [MODEL]
+
+
+def test_completion_is_the_engine_greedy_output_with_usage(server, client):
+    text, prompt_tokens = expected_text("The quick brown fox", 12)
+    r = client.post(server.base_url + "/completions",
+                    json={"model": MODEL, "prompt": "The quick brown fox", "max_tokens": 12})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["choices"][0]["text"] == text
+    assert body["choices"][0]["finish_reason"] == "length"
+    assert body["usage"] == {"prompt_tokens": prompt_tokens, "completion_tokens": 12,
+                             "total_tokens": prompt_tokens + 12}
+
+
+def test_streamed_completion_joins_to_the_same_text_and_ends_with_usage(server, client):
+    text, prompt_tokens = expected_text("The quick brown fox", 12)
+    body = {"model": MODEL, "prompt": "The quick brown fox", "max_tokens": 12, "stream": True,
+            "stream_options": {"include_usage": True}}
+    with client.stream("POST", server.base_url + "/completions", json=body) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        got = events(r)
+    assert got[-1] == "[DONE]"
+    usage_chunk = got[-2]
+    assert usage_chunk["choices"] == []
+    assert usage_chunk["usage"]["completion_tokens"] == 12
+    assert usage_chunk["usage"]["prompt_tokens"] == prompt_tokens
+    chunks = got[:-2]
+    assert "".join(c["choices"][0]["text"] for c in chunks) == text
+    assert chunks[-1]["choices"][0]["finish_reason"] == "length"
+    assert all(c["usage"] is None for c in chunks)
+
+
+def test_chat_streams_role_then_content_and_whole_answer_matches(server, client):
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8}
+    whole = client.post(server.base_url + "/chat/completions", json=body).json()
+    message = whole["choices"][0]["message"]
+    assert message["role"] == "assistant" and whole["usage"]["completion_tokens"] == 8
+    with client.stream("POST", server.base_url + "/chat/completions",
+                       json={**body, "stream": True}) as r:
+        got = events(r)
+    assert got[-1] == "[DONE]"
+    assert got[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    streamed = "".join(c["choices"][0]["delta"].get("content", "") for c in got[1:-1])
+    assert streamed == message["content"]
+
+
+@pytest.mark.parametrize(("path", "payload", "status", "param"), [
+    ("/completions", b"{not json", 400, None),
+    ("/completions", b"[1, 2]", 400, None),
+    ("/completions", json.dumps({"model": MODEL}).encode(), 400, "prompt"),
+    ("/completions", json.dumps({"model": MODEL, "prompt": "x", "max_tokens": 0}).encode(),
+     400, "max_tokens"),
+    ("/completions", json.dumps({"model": MODEL, "prompt": "x", "stream": "yes"}).encode(),
+     400, "stream"),
+    ("/chat/completions", json.dumps({"model": MODEL, "messages": []}).encode(), 400,
+     "messages"),
+    ("/completions", json.dumps({"model": "gpt-9", "prompt": "x"}).encode(), 404, "model"),
+    ("/completions", json.dumps({"model": MODEL, "prompt": [1] * 4096}).encode(), 400,
+     "prompt"),
+])
+def test_bad_requests_get_openai_error_bodies(server, client, path, payload, status, param):
+    r = client.post(server.base_url + path, content=payload,
+                    headers={"content-type": "application/json"})
+    assert r.status_code == status
+    error = r.json()["error"]
+    assert error["message"] and error["type"]
+    assert error["param"] == param
+
+
+def test_prompt_longer_than_context_says_so(server, client):
+    r = client.post(server.base_url + "/completions",
+                    json={"model": MODEL, "prompt": [1] * 4000, "max_tokens": 200})
+    assert r.status_code == 400
+    assert r.json()["error"]["code"] == "context_length_exceeded"
+    assert "4096" in r.json()["error"]["message"]
+
+
+def test_eos_stops_a_request_unless_ignore_eos():
+    engine = Engine(EngineConfig.named("tiny"), show=None)
+    ids = np.array(get_tokenizer("cl100k_base").encode("stop here")) % 512
+    generated = [int(t) for t in engine.generate(ids[None, :], 3)[0]]
+    stop_at = generated.index(generated[2]) + 1  # the first time that id comes out
+    with LabServer(ServerConfig(size="tiny", eos_token_id=generated[2])) as s, \
+            httpx.Client(timeout=TIMEOUT) as c:
+        body = {"model": MODEL, "prompt": "stop here", "max_tokens": 10}
+        stopped = c.post(s.base_url + "/completions", json=body).json()
+        assert stopped["choices"][0]["finish_reason"] == "stop"
+        assert stopped["usage"]["completion_tokens"] == stop_at
+        full = c.post(s.base_url + "/completions", json={**body, "ignore_eos": True}).json()
+        assert full["choices"][0]["finish_reason"] == "length"
+        assert full["usage"]["completion_tokens"] == 10
+
+
+def test_over_the_limit_gets_429_and_a_freed_slot_serves_again(small_engine):
+    config = ServerConfig(max_running=1, max_waiting=0, context_tokens=8192)
+    with LabServer(config, engine=small_engine) as s, httpx.Client(timeout=TIMEOUT) as c:
+        long = {"model": "inferlab-small", "prompt": "a", "max_tokens": 8000, "stream": True}
+        with c.stream("POST", s.base_url + "/completions", json=long) as r:
+            next(line for line in r.iter_lines() if line.startswith("data: "))
+            refused = c.post(s.base_url + "/completions",
+                             json={"model": "inferlab-small", "prompt": "b", "max_tokens": 2})
+            assert refused.status_code == 429
+            assert refused.json()["error"]["code"] == "rate_limit_exceeded"
+        # Leaving the block closed the stream: the server cancels it and frees the slot.
+        assert s.wait_for(lambda st: st.running == 0 and st.cancelled == 1, 10.0)
+        assert s.stats().rejected == 1
+        again = c.post(s.base_url + "/completions",
+                       json={"model": "inferlab-small", "prompt": "b", "max_tokens": 2})
+        assert again.status_code == 200
+
+
+def test_a_disconnect_mid_stream_frees_the_slot_at_once(slow_server):
+    server = slow_server
+    before = server.stats()
+    with httpx.Client(timeout=TIMEOUT) as c:
+        body = {"model": "inferlab-small", "prompt": "a", "max_tokens": 4000, "stream": True}
+        with c.stream("POST", server.base_url + "/completions", json=body) as r:
+            lines = (line for line in r.iter_lines() if line.startswith("data: "))
+            for _ in range(3):
+                next(lines)
+            assert server.stats().running == 1
+    assert server.wait_for(lambda st: st.running == 0 and st.cancelled == before.cancelled + 1,
+                           10.0)
+    # Far fewer tokens than asked for were generated: the request stopped, not finished.
+    assert server.stats().tokens - before.tokens < 4000
+
+
+def test_shutdown_ends_open_streams_cleanly(small_engine):
+    server = LabServer(ServerConfig(context_tokens=8192), engine=small_engine).start()
+    closer = threading.Thread(target=server.close)
+    with httpx.Client(timeout=TIMEOUT) as c:
+        body = {"model": "inferlab-small", "prompt": "a", "max_tokens": 8000, "stream": True,
+                "stream_options": {"include_usage": True}}
+        with c.stream("POST", server.base_url + "/completions", json=body) as r:
+            lines = r.iter_lines()
+            next(line for line in lines if line.startswith("data: "))
+            closer.start()
+            rest = [line for line in lines if line.startswith("data: ")]
+    closer.join(30)
+    assert not closer.is_alive()
+    assert rest[-1] == "data: [DONE]"
+    finishes = [json.loads(line[6:])["choices"][0]["finish_reason"]
+                for line in rest[:-1] if json.loads(line[6:])["choices"]]
+    assert finishes[-1] == "abort"
+    assert server.stats().aborted == 1
+
+
+def test_the_server_holds_32_concurrent_streams(small_engine):
+    with LabServer(ServerConfig(max_running=32), engine=small_engine) as s:
+        trace = run_load(s.base_url, "inferlab-small",
+                         LoadSpec(requests=32, concurrency=32, prompt_tokens=32,
+                                  output_tokens=16, timeout_s=120))
+        stats = s.stats()
+    assert trace.errors == 0
+    assert all(r.completion_tokens == 16 for r in trace.requests)
+    # Batched: 32 x 16 tokens took far fewer decode steps than tokens.
+    assert stats.tokens == 32 * 16
+    assert stats.steps < stats.tokens / 4
+
+
+def test_ragged_decode_matches_one_sequence_at_a_time():
+    engine = Engine(EngineConfig.named("tiny"), show=None)
+    rng = np.random.default_rng(1)
+    prompts = [rng.integers(0, 512, n) for n in (3, 9, 5)]
+    ragged, alone = [], []
+    for p in prompts:
+        logits, cache = engine.prefill(p[None, :], capacity=len(p) + 2)
+        ragged.append((int(logits.argmax()), cache))
+        _, cache2 = engine.prefill(p[None, :], capacity=len(p) + 2)
+        alone.append(cache2)
+    tokens = np.array([t for t, _ in ragged])
+    batched = decode_step_ragged(engine, tokens, [c for _, c in ragged])
+    for row, (token, cache) in enumerate(zip(tokens, alone, strict=True)):
+        single = engine.decode_step(np.array([token]), cache)[0]
+        np.testing.assert_allclose(batched[row], single, rtol=1e-4, atol=1e-4)
+    assert [c.length for _, c in ragged] == [len(p) + 1 for p in prompts]
+
+
+def test_server_config_rejects_bad_values():
+    with pytest.raises(ValueError, match="max_running"):
+        ServerConfig(max_running=0)
+    with pytest.raises(ValueError, match="size"):
+        ServerConfig(size="enormous")
