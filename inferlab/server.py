@@ -83,7 +83,7 @@ from inferlab.engine import (
 )
 from inferlab.tokenizers import get_tokenizer
 
-#: The host the server binds to unless told otherwise: this machine only.
+#: The host the server binds to unless told otherwise (this machine only).
 DEFAULT_HOST = "127.0.0.1"
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -39,3 +41,42 @@ def build_book(source: Path, output: Path) -> Build:
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory) -> Build:
     return build_book(ROOT, tmp_path_factory.mktemp("book"))
+
+
+# The browser: one Playwright-driven system Chromium for the whole session. Playwright's
+# sync API runs an event loop in this thread, so every browser test must share this one.
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+NO_CHROMIUM = ("no Chromium found, so the browser tests are skipped; install Debian's "
+               "chromium: sudo apt-get install chromium (or set the CHROMIUM environment "
+               "variable to a Chromium or Chrome binary)")
+NO_PLAYWRIGHT = ("Playwright is not installed, so the browser tests are skipped: "
+                 "pip install -r requirements.txt (or pip install playwright); it drives "
+                 "the system Chromium, so `playwright install` is not needed")
+
+def find_chromium() -> str | None:
+    candidates = [os.environ.get("CHROMIUM")]
+    candidates += [shutil.which(name) for name in
+                   ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")]
+    return next((path for path in candidates if path and Path(path).is_file()), None)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip(NO_PLAYWRIGHT)
+    executable = find_chromium()
+    if executable is None:
+        pytest.skip(NO_CHROMIUM)
+    playwright = sync_playwright().start()
+    try:
+        chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+    except Exception:
+        playwright.stop()
+        raise
+    yield chromium
+    chromium.close()
+    playwright.stop()

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import functools
 import http.server
-import os
 import re
-import shutil
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,15 +29,6 @@ pytestmark = pytest.mark.browser
 
 TIMEOUT_MS = 15_000  # the longest any one wait may take; a healthy page needs far less
 SEARCH_TERM = "token"  # appears on many pages of this book
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
-NO_CHROMIUM = ("no Chromium found, so the browser tests are skipped; install Debian's "
-               "chromium: sudo apt-get install chromium (or set the CHROMIUM environment "
-               "variable to a Chromium or Chrome binary)")
-NO_PLAYWRIGHT = ("Playwright is not installed, so the browser tests are skipped: "
-                 "pip install -r requirements.txt (or pip install playwright); it drives "
-                 "the system Chromium, so `playwright install` is not needed")
 # MyST role syntax that reached the page as text, e.g. {glue:text}`key` or {numref}`fig`.
 RAW_ROLE = re.compile(r"\{[a-z][\w:-]*\}`")
 META_REFRESH = re.compile(r'http-equiv="refresh"\s+content="\d+;\s*url=([^"]+)"', re.I)
@@ -118,36 +107,6 @@ def site(built_book) -> Site:
     yield Site(built_book.html, f"http://127.0.0.1:{server.server_address[1]}")
     server.shutdown()
     server.server_close()
-
-
-# ------------------------------------------------------------------- the browser
-
-
-def find_chromium() -> str | None:
-    candidates = [os.environ.get("CHROMIUM")]
-    candidates += [shutil.which(name) for name in
-                   ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")]
-    return next((path for path in candidates if path and Path(path).is_file()), None)
-
-
-@pytest.fixture(scope="session")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip(NO_PLAYWRIGHT)
-    executable = find_chromium()
-    if executable is None:
-        pytest.skip(NO_CHROMIUM)
-    playwright = sync_playwright().start()
-    try:
-        chromium = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-    except Exception:
-        playwright.stop()
-        raise
-    yield chromium
-    chromium.close()
-    playwright.stop()
 
 
 # ------------------------------------------------------------------ visiting pages

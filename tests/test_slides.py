@@ -170,17 +170,10 @@ def test_deck_references_nothing_outside_its_folder(deck):
 
 @pytest.mark.build
 @pytest.mark.browser
-def test_deck_opens_offline_in_chromium(deck):
-    from test_site import CHROMIUM_ARGS, NO_CHROMIUM, find_chromium
-
-    sync_api = pytest.importorskip("playwright.sync_api")
-    executable = find_chromium()
-    if executable is None:
-        pytest.skip(NO_CHROMIUM)
+def test_deck_opens_offline_in_chromium(deck, browser):
     problems: list[str] = []
-    with sync_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page()
+    page = browser.new_page()
+    try:
         page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
         page.on("console", lambda message: problems.append(f"console: {message.text}")
                 if message.type == "error" else None)
@@ -192,6 +185,7 @@ def test_deck_opens_offline_in_chromium(deck):
         page.wait_for_function("document.querySelector('mjx-container') !== null",
                                timeout=30_000)
         total = page.evaluate("Reveal.getTotalSlides()")
-        browser.close()
+    finally:
+        page.close()
     assert total > 5
     assert problems == []
