@@ -23,20 +23,19 @@ from __future__ import annotations
 
 import argparse
 import html
-import re
 import shutil
 import sys
 import time
 from pathlib import Path
 
 import jupytext
-import yaml
 from jinja2 import DictLoader
 from nbclient import NotebookClient
 from nbconvert import SlidesExporter
 from traitlets.config import Config
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from book_toc import toc_chapters  # noqa: E402
 from myst_to_slides import author_year, slide_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,23 +79,6 @@ Reveal.initialize({
 </script>
 {% endblock footer_js %}
 """
-
-
-def toc_chapters(toc_file: Path = ROOT / "_toc.yml") -> list[Path]:
-    """The chapter files of the table of contents: names that start with two digits."""
-    toc = yaml.safe_load(toc_file.read_text(encoding="utf8"))
-    files: list[str] = []
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections"))
-            walk(entry.get("chapters"))
-
-    walk(toc.get("parts", []))
-    walk(toc.get("chapters", []))
-    return [ROOT / f"{name}.md" for name in files if re.match(r"\d\d", Path(name).name)]
 
 
 def citations(bib: Path = ROOT / "book" / "references.bib") -> dict[str, str]:

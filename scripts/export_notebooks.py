@@ -30,33 +30,14 @@ at the end of the build to ``_build/html/notebooks/`` and links them.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from book_toc import toc_chapters  # noqa: E402
 from notebooks import REPOSITORY, export  # noqa: E402
-
-
-def toc_chapters(toc_file: Path = ROOT / "_toc.yml") -> list[Path]:
-    """The chapter files of the table of contents: names that start with two digits."""
-    toc = yaml.safe_load(toc_file.read_text(encoding="utf8"))
-    files: list[str] = []
-
-    def walk(entries):
-        for entry in entries or []:
-            if "file" in entry:
-                files.append(entry["file"])
-            walk(entry.get("sections"))
-            walk(entry.get("chapters"))
-
-    walk(toc.get("parts", []))
-    walk(toc.get("chapters", []))
-    root = toc_file.parent
-    return [root / f"{name}.md" for name in files if re.match(r"\d\d", Path(name).name)]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,6 +20,20 @@ JUPYTER_BOOK = [sys.executable, "-c", "from jupyter_book.cli.main import main; m
 # The README's build command with the strict flags: warnings are errors (-W), every
 # cross-reference must resolve (-n), and all problems are reported before failing.
 STRICT_FLAGS = ["-W", "-n", "--keep-going"]
+
+# The jupytext header that makes a MyST Markdown file a notebook (for one-page test books).
+MYST_HEADER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,23 @@ def build_book(source: Path, output: Path) -> Build:
     completed = subprocess.run(command, capture_output=True, text=True, cwd=source)
     return Build(completed.returncode, completed.stdout + completed.stderr,
                  output / "_build" / "html")
+
+
+def write_one_page_book(source: Path, page_text: str, *, page: str = "page",
+                        config: dict | None = None) -> Path:
+    """Write a book of one page into ``source`` that uses the real book's configuration
+    (or ``config``, a changed copy of it), extensions, static files and bibliography."""
+    (source / "book").mkdir(parents=True)
+    if config is None:
+        shutil.copy(ROOT / "_config.yml", source / "_config.yml")
+    else:
+        (source / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    shutil.copytree(ROOT / "book" / "_ext", source / "book" / "_ext")
+    shutil.copytree(ROOT / "book" / "_static", source / "book" / "_static")
+    shutil.copy(ROOT / "book" / "references.bib", source / "book" / "references.bib")
+    (source / "_toc.yml").write_text(f"format: jb-book\nroot: book/{page}\n")
+    (source / "book" / f"{page}.md").write_text(page_text)
+    return source
 
 
 @pytest.fixture(scope="session")

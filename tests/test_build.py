@@ -7,30 +7,13 @@ build fails and names the fault: a build that could not fail would test nothing.
 
 from __future__ import annotations
 
-import shutil
 import textwrap
 
 import pytest
 import yaml
-from conftest import ROOT, build_book
+from conftest import MYST_HEADER, ROOT, build_book, write_one_page_book
 
 pytestmark = pytest.mark.build
-
-HEADER = textwrap.dedent(
-    """\
-    ---
-    jupytext:
-      text_representation:
-        extension: .md
-        format_name: myst
-    kernelspec:
-      display_name: Python 3
-      language: python
-      name: python3
-    ---
-    """
-)
-
 
 def test_book_builds_strictly_with_every_notebook_executed(built_book):
     assert built_book.returncode == 0, built_book.log[-6000:]
@@ -48,15 +31,8 @@ def test_build_uses_no_cached_outputs(built_book):
 
 
 def _one_page_book(tmp_path, body: str):
-    book = tmp_path / "src"
-    (book / "book").mkdir(parents=True)
-    shutil.copy(ROOT / "_config.yml", book / "_config.yml")
-    shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext")
-    shutil.copytree(ROOT / "book" / "_static", book / "book" / "_static")
-    shutil.copy(ROOT / "book" / "references.bib", book / "book" / "references.bib")
-    (book / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
-    (book / "book" / "page.md").write_text(HEADER + textwrap.dedent(body))
-    return build_book(book, tmp_path / "out")
+    source = write_one_page_book(tmp_path / "src", MYST_HEADER + textwrap.dedent(body))
+    return build_book(source, tmp_path / "out")
 
 
 BREAKAGES = {

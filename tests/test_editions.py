@@ -9,12 +9,11 @@ expanded (no dropdown).
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import sys
 import textwrap
 
 import pytest
-from conftest import ROOT, STRICT_FLAGS
+from conftest import MYST_HEADER, ROOT, STRICT_FLAGS, write_one_page_book
 
 pytestmark = pytest.mark.build
 
@@ -26,19 +25,8 @@ _spec = importlib.util.spec_from_file_location("build_edition", ROOT / "scripts"
 build_edition = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build_edition)
 
-PAGE = textwrap.dedent(
+PAGE = MYST_HEADER + "\n" + textwrap.dedent(
     """\
-    ---
-    jupytext:
-      text_representation:
-        extension: .md
-        format_name: myst
-    kernelspec:
-      display_name: Python 3
-      language: python
-      name: python3
-    ---
-
     # Page
 
     ```{exercise} Add two numbers
@@ -82,15 +70,7 @@ def _site_text(html_dir) -> str:
 
 @pytest.fixture(scope="module")
 def one_page_source(tmp_path_factory):
-    source = tmp_path_factory.mktemp("edition") / "src"
-    (source / "book").mkdir(parents=True)
-    shutil.copy(ROOT / "_config.yml", source / "_config.yml")
-    shutil.copytree(ROOT / "book" / "_ext", source / "book" / "_ext")
-    shutil.copytree(ROOT / "book" / "_static", source / "book" / "_static")
-    shutil.copy(ROOT / "book" / "references.bib", source / "book" / "references.bib")
-    (source / "_toc.yml").write_text("format: jb-book\nroot: book/page\n")
-    (source / "book" / "page.md").write_text(PAGE)
-    return source
+    return write_one_page_book(tmp_path_factory.mktemp("edition") / "src", PAGE)
 
 
 def _build(source, edition):

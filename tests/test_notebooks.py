@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -24,7 +23,7 @@ import jupytext
 import nbformat
 import pytest
 import yaml
-from conftest import ROOT, build_book
+from conftest import MYST_HEADER, ROOT, build_book, write_one_page_book
 from nbclient import NotebookClient
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -152,19 +151,8 @@ def test_exported_chapter_runs_outside_the_repository(tmp_path):
     assert "git clone" not in setup_output
 
 
-PAGE = textwrap.dedent(
+PAGE = MYST_HEADER + "\n" + textwrap.dedent(
     """\
-    ---
-    jupytext:
-      text_representation:
-        extension: .md
-        format_name: myst
-    kernelspec:
-      display_name: Python 3
-      language: python
-      name: python3
-    ---
-
     # A chapter
 
     ```{code-cell} ipython3
@@ -191,21 +179,14 @@ PAGE = textwrap.dedent(
 
 
 def _book_with_the_extension(tmp_path, extra_config: dict | None = None):
-    book = tmp_path / "src"
-    (book / "book").mkdir(parents=True)
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))
     sphinx = config.setdefault("sphinx", {})
     sphinx.setdefault("local_extensions", {})["notebooks"] = "book/_ext"
     if extra_config:
         sphinx["local_extensions"]["editions"] = "book/_ext"
         sphinx.setdefault("config", {}).update(extra_config)
-    (book / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-    shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext")
-    shutil.copytree(ROOT / "book" / "_static", book / "book" / "_static")
-    shutil.copy(ROOT / "book" / "references.bib", book / "book" / "references.bib")
-    (book / "_toc.yml").write_text("format: jb-book\nroot: book/01_page\n")
-    (book / "book" / "01_page.md").write_text(PAGE)
-    return build_book(book, tmp_path / "out")
+    source = write_one_page_book(tmp_path / "src", PAGE, page="01_page", config=config)
+    return build_book(source, tmp_path / "out")
 
 
 @pytest.mark.build
