@@ -32,9 +32,11 @@ BYTES_PER_PARAM: dict[str, float] = {
     "int4": 0.5,
 }
 
-#: Share of a chip's memory held back for activations and the runtime. vLLM's
-#: default ``gpu_memory_utilization`` of 0.9 leaves 10 % for them; the book uses the
-#: same figure wherever it says "after activations". It is an assumption, not a law.
+#: Share of a chip's memory the book leaves unused. vLLM's default
+#: ``gpu_memory_utilization`` of 0.9 leaves 10 % of the GPU to the CUDA context and
+#: other processes; vLLM profiles its activations inside the other 90 %. The book
+#: holds back the same 10 % and, for simplicity, gives all the rest to weights and KV
+#: cache. It is an assumption, not a law.
 ACTIVATION_RESERVE_FRACTION = 0.10
 
 #: The per-token cache widths of multi-head latent attention (MLA), by model name:
@@ -179,7 +181,7 @@ def _check_batch(batch: int) -> int:
 def usable_bytes(capacity_bytes: float, reserve_fraction: float = 0.0) -> float:
     """Memory left for weights and KV cache: ``capacity x (1 - reserve_fraction)``.
 
-    Pass :data:`ACTIVATION_RESERVE_FRACTION` for the book's "after activations" figure.
+    Pass :data:`ACTIVATION_RESERVE_FRACTION` for the book's "after the reserve" figure.
 
     Used in chapter 'The memory-bandwidth floor'.
     """

@@ -644,7 +644,8 @@ LEADERBOARD_FAMILIES: dict[str, str | None] = {
     "first-party API": None,
 }
 
-#: The most generous HBM node in ``data/hardware.csv``: 8 x B200 at FP8, an ideal split.
+#: The HBM node the leaderboard is checked against — 8 x B200 at FP8, an ideal split with
+#: no communication cost (larger NVLink domains such as NVL72, or 4-bit weights, raise it).
 HBM_NODE_CHIP = "NVIDIA B200"
 HBM_NODE_CHIPS = 8
 HBM_NODE_PRECISION = "fp8"
@@ -661,7 +662,7 @@ VERDICTS = ("unknown model", "single-stream on HBM", "beyond HBM: SRAM or specul
 class RowCheck:
     """One leaderboard row against the floors.
 
-    ``hbm_ceiling_tok_s``: the single-stream ceiling of the most generous HBM node
+    ``hbm_ceiling_tok_s``: the single-stream ceiling of the reference HBM node
     (``HBM_NODE_CHIPS`` x :data:`HBM_NODE_CHIP` at FP8); ``family_ceiling_tok_s``
     and ``chips_to_hold``: the row's own family, where the data has a chip for it
     (``nan`` otherwise); ``verdict``: one of ``VERDICTS``.

@@ -10,11 +10,18 @@ yields is
 
 One cycle costs ``k`` draft steps plus one target pass. With the draft step
 costing ``c`` target steps, and the target's check of ``k + 1`` positions
-costing about one ordinary decode step (a batch-1 pass is memory-bound: it
-reads the same weights whether it scores one position or five), the speed-up
-over plain decoding is
+costing about one ordinary decode step, the speed-up over plain decoding is
 
     speedup = E / (1 + k c).
+
+The one-step verification holds on chips with high-bandwidth memory (HBM), whose
+ridge point is hundreds of FLOPs per byte: a batch-1 pass is memory-bound and reads
+the same weights whether it scores one position or five. On machines that keep the
+weights in on-chip SRAM (Groq, Cerebras) the ridge is a few FLOPs per byte, so
+checking ``k + 1`` positions is compute-bound and costs several decode steps. There
+the speed-ups below are upper bounds, and an acceptance rate derived from a claimed
+speed-up (:func:`acceptance_rate_for_speedup`, :func:`least_acceptance_for_speedup`)
+is a lower bound on the acceptance the claim needs.
 
 Source: Leviathan, Kalman and Matias, "Fast Inference from Transformers via
 Speculative Decoding" (ICML 2023), equations for the expected number of tokens
@@ -65,7 +72,8 @@ def speedup(acceptance_rate, draft_tokens: int, draft_cost_ratio: float):
 
     ``draft_cost_ratio`` ``c`` is the time of one draft step over one target step,
     in [0, 1]. Assumes the target's verification pass costs one decode step
-    (memory-bound at batch 1) and ignores the sampling overhead. Below 1 means the
+    (memory-bound at batch 1 on HBM chips; on SRAM machines it costs more, so this is
+    an upper bound there) and ignores the sampling overhead. Below 1 means the
     draft costs more than it saves. Source: Leviathan et al. (ICML 2023).
 
     Used in chapter 'Prefill and decode'.
@@ -144,8 +152,12 @@ def least_acceptance_for_speedup(target_speedup: float, draft_cost_ratio: float,
     """The lowest acceptance rate that reaches ``target_speedup`` with any k <= max_draft_tokens.
 
     Returns ``(acceptance_rate, draft_tokens)``: the most forgiving setting for the
-    claim. Raises ``ValueError`` if no draft length up to ``max_draft_tokens`` can
-    reach the target even with every draft token accepted.
+    claim. When the returned ``draft_tokens`` equals ``max_draft_tokens`` the least
+    acceptance sits at the edge of the search, and a longer draft may need less.
+    Assumes verification costs one decode step (see the module docstring), so on
+    SRAM machines the acceptance rate is a lower bound. Raises ``ValueError`` if no
+    draft length up to ``max_draft_tokens`` can reach the target even with every
+    draft token accepted.
 
     Used in chapter 'Prefill and decode'.
     """

@@ -257,14 +257,19 @@ def llmperf_rate(own_tok_s: float, own_tokens: int, llama2_tokens: int,
     LLMPerf counts every model's output with one Llama 2 tokenizer
     (``hf-internal-testing/llama-tokenizer``) through ``len(tokenizer.encode(text))``,
     which puts the beginning-of-sequence token ``<s>`` in front: one token more
-    than the text has. A model that writes ``own_tokens`` of its own tokens in
-    ``own_tokens / own_tok_s`` seconds is therefore reported at
+    than the text has. LLMPerf's clock includes the time to first token: a model
+    that waits ``TTFT`` and then writes ``n`` of its own tokens at ``r`` tokens per
+    second is reported at ``(llama2_tokens + 1) / (TTFT + n / r)``.
+
+    ``own_tok_s`` is the model's own end-to-end rate on that same clock,
+    ``n / (TTFT + n / r)`` in its own tokens, so the request took
+    ``own_tokens / own_tok_s`` seconds and the reported rate is
 
         ``(llama2_tokens + 1) / (own_tokens / own_tok_s)``
 
-    tokens per second (without the ``+ 1`` if ``count_bos`` is False).
-    ``llama2_tokens`` is the Llama 2 count of the same text. Only the counting
-    is modelled here: LLMPerf also keeps the time to first token in the clock.
+    tokens per second (without the ``+ 1`` if ``count_bos`` is False): the ratio
+    to ``own_tok_s`` is ``(llama2_tokens + 1) / own_tokens`` whatever the timing.
+    ``llama2_tokens`` is the Llama 2 count of the same text.
     Source: ``token_benchmark_ray.py`` in ray-project/llmperf.
 
     Used in chapter 'Tokenizers'.
