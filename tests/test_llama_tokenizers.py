@@ -205,27 +205,6 @@ def test_readme_lists_every_file_with_its_sha256():
 # ------------------------------------------------------------------ the one interface
 
 
-ROUND_TRIP = {
-    "ascii": "The quick brown fox jumps over the lazy dog. 0123456789 !@#$%^&*()",
-    "chinese": "你好，世界。大型语言模型的推理速度",
-    "emoji": "tokens 👋🏽🙂🚀 and a family 👨‍👩‍👧",
-    "leading space and newline": " indented\n\tline\n",
-    "special-token text": "before <|endoftext|> <s> after",
-}
-
-
-@pytest.mark.parametrize("name", ALL)
-@pytest.mark.parametrize("kind", ROUND_TRIP)
-def test_round_trip_every_tokenizer(name, kind):
-    tokenizer = get_tokenizer(name)
-    text = ROUND_TRIP[kind]
-    ids = tokenizer.encode(text)
-    assert tokenizer.decode(ids) == text
-    assert tokenizer.count(text) == len(ids)
-    assert b"".join(tokenizer.token_bytes(text)) == text.encode("utf-8")
-    assert len(tokenizer.pieces(text)) == len(ids)
-
-
 @pytest.mark.parametrize("name", ALL)
 def test_empty_text_is_zero_tokens_every_tokenizer(name):
     tokenizer = get_tokenizer(name)

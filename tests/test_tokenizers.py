@@ -50,7 +50,8 @@ ROUND_TRIP = {
     "ascii": "The quick brown fox jumps over the lazy dog. 0123456789 !@#$%^&*()",
     "chinese": "你好，世界。大型语言模型的推理速度",
     "emoji": "tokens 👋🏽🙂🚀 and a family 👨‍👩‍👧",
-    "special-token text": "before <|endoftext|> after",
+    "leading space and newline": " indented\n\tline\n",
+    "special-token text": "before <|endoftext|> <s> after",
 }
 
 _OFFLINE_CHILD = """
@@ -156,15 +157,16 @@ def test_vocab_size(name):
     assert tokenizer.vocab_size == VOCAB_SIZES[name]
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", available_tokenizers())
 @pytest.mark.parametrize("kind", ROUND_TRIP)
-def test_round_trip(name, kind):
+def test_round_trip_every_tokenizer(name, kind):
     tokenizer = get_tokenizer(name)
     text = ROUND_TRIP[kind]
     ids = tokenizer.encode(text)
     assert tokenizer.decode(ids) == text
     assert tokenizer.count(text) == len(ids)
     assert b"".join(tokenizer.token_bytes(text)) == text.encode("utf-8")
+    assert len(tokenizer.pieces(text)) == len(ids)
 
 
 @pytest.mark.parametrize("name", NAMES)
