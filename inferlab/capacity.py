@@ -22,13 +22,16 @@ from inferlab.specs import ModelSpec
 
 #: Bytes that one parameter (or one cached value) occupies in each number format.
 #: 16-bit formats take 2 bytes, 8-bit formats 1, 4-bit formats half a byte
-#: (packing overheads such as per-group scales are ignored).
+#: (packing overheads such as per-group scales are ignored). ``fp4`` is a 4-bit
+#: float the tensor cores multiply natively (NVIDIA's NVFP4 on Blackwell);
+#: ``int4`` is weight-only quantization, unpacked to 16 bits before the multiply.
 BYTES_PER_PARAM: dict[str, float] = {
     "fp32": 4,
     "bf16": 2,
     "fp16": 2,
     "fp8": 1,
     "int8": 1,
+    "fp4": 0.5,
     "int4": 0.5,
 }
 
@@ -91,6 +94,15 @@ def bytes_per_param(precision: str) -> float:
             f"precision: unknown format {precision!r}; allowed: {', '.join(BYTES_PER_PARAM)}"
         )
     return float(BYTES_PER_PARAM[key])
+
+
+def default_kv_precision(precision: str) -> str:
+    """The cache format the book pairs with ``precision``: the same, but 8 bits for 4-bit weights.
+
+    Serving stacks that quantise weights to 4 bits (NVFP4, INT4 AWQ) keep the
+    cache at 8 bits; FP8 and 16-bit weights keep it in their own format.
+    """
+    return "fp8" if bytes_per_param(precision) < 1 else precision
 
 
 def weight_bytes(params: float, precision: str) -> float:

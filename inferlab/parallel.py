@@ -15,10 +15,16 @@ The model here (its assumptions are stated so you can argue with them):
 - ``allreduces_per_layer`` (2) all-reduces per layer, one after the other; no overlap
   of communication with memory reads, so the step is their sum.
 
-``link_bytes_per_s`` is the chip's quoted interconnect figure from
-``data/hardware.csv`` (NVLink 4: 900 GB/s per H100; NeuronLink-v2: 192 GB/s per
-Inferentia2). NVLink's 900 is a bidirectional total; using it as the all-reduce rate
-is optimistic, so the modelled communication is a lower bound too.
+``link_bytes_per_s`` is one chip's scale-up link *per direction* from
+``data/hardware.csv`` (NVLink 4: 450 GB/s per H100, half the quoted two-way 900;
+NeuronLink-v2: 96 GB/s per Inferentia2 on the book's reading of AWS's 192).
+
+The ring is the textbook algorithm and the right one for large messages. Decode
+steps send small ones (a batch of 64 tokens of Llama 2 70B is 1 MiB), and on a
+switched fabric such as NVSwitch engines use algorithms with fewer latency hops
+(:func:`allreduce_s`): *one-shot*, where each chip sends its whole message to
+every peer and reduces what it receives, and *two-shot*, a reduce-scatter then an
+all-gather through the switch (TensorRT-LLM's custom all-reduce kernels).
 
 Used in chapter 'The memory-bandwidth floor'.
 """
@@ -58,6 +64,42 @@ def ring_allreduce_s(
     if p == 1:
         return 0.0
     return 2 * (p - 1) * latency + 2 * (p - 1) / p * message / link
+
+
+#: All-reduce algorithms :func:`allreduce_s` knows; ``"best"`` takes the fastest of them.
+ALLREDUCE_ALGORITHMS = ("ring", "one-shot", "two-shot", "best")
+
+
+def allreduce_s(message_bytes: float, chips: int, link_bytes_per_s: float,
+                latency_s: float = 0.0, algorithm: str = "best") -> float:
+    """Time of one all-reduce of ``message_bytes`` over ``chips`` chips on a switched fabric.
+
+    Formulas, with ``p`` chips, latency ``a`` per hop and per-direction link rate ``B``::
+
+        ring:      2 (p - 1) a + 2 (p - 1) / p x m / B     (Thakur et al. 2005)
+        one-shot:  a + (p - 1) x m / B                      (every chip sends m to each peer)
+        two-shot:  2 a + 2 (p - 1) / p x m / B              (reduce-scatter, then all-gather)
+
+    ``"best"`` is the minimum of the three: one-shot for small messages, two-shot
+    for large ones, the ring never on a switch (it pays ``2 (p - 1)`` hops for the
+    two-shot's bytes). Zero for one chip.
+
+    Used in chapters 'The memory-bandwidth floor' and 'Batching'.
+    """
+    if algorithm not in ALLREDUCE_ALGORITHMS:
+        raise ValueError(f"algorithm: {algorithm!r} is not one of {', '.join(ALLREDUCE_ALGORITHMS)}")
+    message = _non_negative("message_bytes", message_bytes)
+    p = _check_tp(chips)
+    link = _positive("link_bytes_per_s", link_bytes_per_s)
+    latency = _non_negative("latency_s", latency_s)
+    if p == 1:
+        return 0.0
+    times = {
+        "ring": 2 * (p - 1) * latency + 2 * (p - 1) / p * message / link,
+        "one-shot": latency + (p - 1) * message / link,
+        "two-shot": 2 * latency + 2 * (p - 1) / p * message / link,
+    }
+    return min(times.values()) if algorithm == "best" else times[algorithm]
 
 
 @dataclass(frozen=True)

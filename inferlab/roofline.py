@@ -37,6 +37,7 @@ from inferlab.capacity import (
     _non_negative,
     _positive,
     bytes_per_param,
+    default_kv_precision,
     kv_bytes_per_token,
     weight_bytes,
 )
@@ -154,6 +155,39 @@ def decode_floor(
     return DecodeFloor(weights, per_token * context * batch, bandwidth, batch)
 
 
+def params_read(model: specs.ModelSpec, tokens) -> float | np.ndarray:
+    """Parameters one step reads when it pushes ``tokens`` tokens through a model.
+
+    Dense models read all of them whatever the batch. A mixture of experts with
+    ``E`` experts per layer, ``k`` used per token, reads its dense part (attention,
+    embeddings, shared experts) and only the experts some token chose. With each
+    token choosing its ``k`` independently and uniformly, an expert is missed by all
+    ``T`` tokens with probability ``(1 - k / E) ** T``, so the expected read is::
+
+        dense + experts_total x (1 - (1 - k / E) ** T)
+
+    where ``experts_total = (params_total - params_active) / (1 - k / E)`` and
+    ``dense = params_total - experts_total`` follow from the two counts in
+    ``data/models.csv``. At one token it is ``params_active``; by a few dozen tokens
+    (Mixtral's 2 of 8) or a few hundred (DeepSeek-V3's 8 of 256) it is nearly all of
+    ``params_total``: the active-parameter floor holds at batch 1 only. Real routers
+    are not uniform, which lowers the read a little at mid-size batches.
+
+    Used in chapters 'The memory-bandwidth floor' and 'Batching'.
+    """
+    t = np.asarray(tokens, dtype=float)
+    if t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 1):
+        raise ValueError(f"tokens: {tokens!r} is not allowed; give numbers of tokens >= 1")
+    if model.experts <= 1:
+        result = np.full(t.shape, model.params_total)
+    else:
+        share = model.experts_per_token / model.experts
+        experts_total = (model.params_total - model.params_active) / (1 - share)
+        dense = model.params_total - experts_total
+        result = dense + experts_total * (1 - (1 - share) ** t)
+    return float(result) if result.ndim == 0 else result
+
+
 def model_decode_floor(
     model: specs.ModelSpec,
     precision: str,
@@ -175,7 +209,7 @@ def model_decode_floor(
     """
     params = model.params_active if use_active_params else model.params_total
     if kv_precision is None:
-        kv_precision = "int8" if bytes_per_param(precision) < 1 else precision
+        kv_precision = default_kv_precision(precision)
     return decode_floor(
         weight_bytes(params, precision),
         bandwidth_bytes_per_s,
@@ -304,13 +338,15 @@ def prefill_workload(
 
 
 #: Which of a chip's peak rates applies to matrix multiplies with weights in each format.
-#: 4-bit weights are unpacked to 16 bits before the multiply on the chips in ``data/``
-#: (weight-only quantization), so they run at the BF16 rate.
+#: ``int4`` weights are unpacked to 16 bits before the multiply (weight-only
+#: quantization), so they run at the BF16 rate; ``fp4`` runs at the chip's native
+#: 4-bit rate, which only Blackwell-generation rows of ``data/hardware.csv`` have.
 PEAK_COLUMN: dict[str, str] = {
     "bf16": "bf16_flop_per_s",
     "fp16": "bf16_flop_per_s",
     "int4": "bf16_flop_per_s",
     "fp8": "fp8_flop_per_s",
+    "fp4": "fp4_flop_per_s",
     "int8": "int8_op_per_s",
 }
 
@@ -583,7 +619,7 @@ def roofline_explorer_compute(
     spec = specs.chip(chip)
     shape = specs.model(model)
     peak = peak_flop_per_s(spec, precision)
-    kv_precision = "int8" if bytes_per_param(precision) < 1 else precision
+    kv_precision = default_kv_precision(precision)
     per_token = kv_bytes_per_token(shape, kv_precision)
     decode = decode_workload(shape.params_active, precision, kv_bytes_per_token=per_token,
                              context_tokens=context_tokens, batch=batch)

@@ -451,16 +451,6 @@ class SimResult:
 # --------------------------------------------------------------------------------------
 
 
-def _coefficients(rep: Replica) -> tuple[float, float, float, float, float]:
-    """Seconds for: the weights, one token of context, one token of compute, one token of
-    all-reduce, and the fixed part of every step."""
-    bandwidth = rep.bandwidth_bytes_per_s * rep.memory_efficiency
-    flops = rep.peak_flop_per_s * rep.compute_efficiency
-    return (rep.weight_bytes / bandwidth, rep.kv_bytes_per_token / bandwidth,
-            rep.flop_per_token / flops, rep.allreduce_s_per_token,
-            rep.allreduce_fixed_s + rep.step_overhead_s)
-
-
 def simulate(rep: Replica, requests: Requests, scheduler: Scheduler | None = None) -> SimResult:
     """Serve ``requests`` on the replica ``rep`` with ``scheduler`` and record what happened.
 
@@ -526,7 +516,7 @@ def _result(rep, requests, sch, arrival, first, finish, preempt, segments, busy,
         computed_tokens=int(computed),
         wasted_tokens=int(wasted),
         kv_capacity_tokens=rep.kv_capacity_tokens,
-        compute_s_per_token=_coefficients(rep)[2],
+        compute_s_per_token=float(rep.matmul_s(1)),
         scheduler=sch,
         replica_name=rep.name,
         _segments=segments,
@@ -537,7 +527,8 @@ def _result(rep, requests, sch, arrival, first, finish, preempt, segments, busy,
 
 
 def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> SimResult:
-    weights_s, kv_s, flop_s, allreduce_s, fixed_s = _coefficients(rep)
+    step_time = rep.step_function()
+    kv_s = rep.kv_s_per_token
     n = len(requests)
     prompt = requests.prompt_tokens.tolist()
     out = requests.output_tokens.tolist()
@@ -707,6 +698,7 @@ def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> Si
             room = budget - n_run
             chunk_tokens = 0
             chunk_ctx = 0
+            chunk_pairs = 0  # causal (query, key) pairs of the prompt pieces
             finished_prefill = []
             for entry in prefilling:
                 if room <= 0:
@@ -717,6 +709,7 @@ def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> Si
                 room -= take
                 chunk_tokens += take
                 chunk_ctx += done_tokens + take
+                chunk_pairs += take * done_tokens + take * (take + 1) // 2
             while room > 0 and waiting and can_admit(waiting[0]):
                 i = waiting.popleft()
                 take = min(cur_prompt[i], room)
@@ -726,12 +719,10 @@ def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> Si
                 room -= take
                 chunk_tokens += take
                 chunk_ctx += take
+                chunk_pairs += take * (take + 1) // 2
             tokens = n_run + chunk_tokens
-            memory = weights_s + kv_s * (ctx_sum + chunk_ctx)
-            compute = flop_s * tokens
-            step = (memory if memory > compute else compute) + allreduce_s * tokens + fixed_s
-            segments.append((t, 1, step - fixed_s - allreduce_s * tokens, 0.0, 0.0,
-                             fixed_s + allreduce_s * tokens, n_run, chunk_tokens, decode_steps))
+            step = step_time(tokens, ctx_sum + chunk_ctx, ctx_sum + chunk_pairs)
+            segments.append((t, 1, step, 0.0, 0.0, 0.0, n_run, chunk_tokens, decode_steps))
             t += step
             busy += step
             computed += tokens
@@ -752,6 +743,7 @@ def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> Si
             # the running requests wait for it.
             batch_prompts = []
             tokens = 0
+            pairs = 0
             while waiting and can_admit(waiting[0]):
                 i = waiting[0]
                 size = shape.pad_prompt(cur_prompt[i]) if shape is not None else cur_prompt[i]
@@ -763,13 +755,11 @@ def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> Si
                 batch_prompts.append(i)
                 admitting += 1
                 tokens += size
+                pairs += size * (size + 1) // 2
             admitting = 0
             useful = sum(cur_prompt[i] for i in batch_prompts)
-            memory = weights_s + kv_s * tokens
-            compute = flop_s * tokens
-            step = (memory if memory > compute else compute) + allreduce_s * tokens + fixed_s
-            segments.append((t, 1, step - fixed_s - allreduce_s * tokens, 0.0, 0.0,
-                             fixed_s + allreduce_s * tokens, 0, tokens, decode_steps))
+            step = step_time(tokens, tokens, pairs)
+            segments.append((t, 1, step, 0.0, 0.0, 0.0, 0, tokens, decode_steps))
             t += step
             busy += step
             computed += tokens
@@ -794,22 +784,20 @@ def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> Si
         tau = math.inf
         if not waiting and incoming and n_run + len(prefilling) < max_batch:
             tau = incoming[0][0] - t
+        # Between events a decode step's time is linear in the context, which grows by
+        # one token per running request per step: m0 + m1 j for the j-th step.
         if shape is not None:
             batch = shape.pad_batch(n_run)
-            m0 = weights_s + kv_s * batch * slot_tokens
+            m0 = step_time(batch, batch * slot_tokens, batch * slot_tokens)
             m1 = 0.0
-            compute = flop_s * batch
-            rest = allreduce_s * batch + fixed_s
             wasted_per_step = batch - n_run
         else:
             batch = n_run
-            m0 = weights_s + kv_s * ctx_sum
+            m0 = step_time(n_run, ctx_sum, ctx_sum)
             m1 = kv_s * n_run
-            compute = flop_s * n_run
-            rest = allreduce_s * n_run + fixed_s
             wasted_per_step = 0
-        k, elapsed = _advance(m0, m1, compute, rest, k_max, tau)
-        segments.append((t, k, m0, m1, compute, rest, n_run, 0, decode_steps))
+        k, elapsed = _advance(m0, m1, 0.0, 0.0, k_max, tau)
+        segments.append((t, k, m0, m1, 0.0, 0.0, n_run, 0, decode_steps))
         t += elapsed
         busy += elapsed
         computed += k * batch
@@ -825,7 +813,8 @@ def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> Si
 
 
 def _simulate_static(rep: Replica, requests: Requests, sch: Scheduler) -> SimResult:
-    weights_s, kv_s, flop_s, allreduce_s, fixed_s = _coefficients(rep)
+    step_time = rep.step_function()
+    kv_s = rep.kv_s_per_token
     n = len(requests)
     prompt = requests.prompt_tokens.tolist()
     out = requests.output_tokens.tolist()
@@ -878,11 +867,8 @@ def _simulate_static(rep: Replica, requests: Requests, sch: Scheduler) -> SimRes
             waiting.popleft()
         longest_prompt = max(prompt[i] for i in members)
         tokens = size * longest_prompt
-        memory = weights_s + kv_s * tokens
-        compute = flop_s * tokens
-        step = (memory if memory > compute else compute) + allreduce_s * tokens + fixed_s
-        segments.append((t, 1, step - fixed_s - allreduce_s * tokens, 0.0, 0.0,
-                         fixed_s + allreduce_s * tokens, 0, tokens, decode_steps))
+        step = step_time(tokens, tokens, size * longest_prompt * (longest_prompt + 1) // 2)
+        segments.append((t, 1, step, 0.0, 0.0, 0.0, 0, tokens, decode_steps))
         t += step
         busy += step
         computed += tokens
@@ -892,16 +878,14 @@ def _simulate_static(rep: Replica, requests: Requests, sch: Scheduler) -> SimRes
         longest_out = max(out[i] for i in members)
         steps_needed = longest_out - 1
         if steps_needed:
-            m0 = weights_s + kv_s * size * (longest_prompt + 1)
+            context = size * (longest_prompt + 1)
+            m0 = step_time(size, context, context)
             m1 = kv_s * size
-            compute = flop_s * size
-            rest = allreduce_s * size + fixed_s
-            js = _compute_bound_steps(m0, m1, compute)
-            segments.append((t, steps_needed, m0, m1, compute, rest, size, 0, decode_steps))
+            segments.append((t, steps_needed, m0, m1, 0.0, 0.0, size, 0, decode_steps))
             for i in members:
                 join_step[i] = decode_steps
-                finish[i] = t + _elapsed(out[i] - 1, m0, m1, compute, rest, js)
-            elapsed = _elapsed(steps_needed, m0, m1, compute, rest, js)
+                finish[i] = t + _elapsed(out[i] - 1, m0, m1, 0.0, 0.0, 0)
+            elapsed = _elapsed(steps_needed, m0, m1, 0.0, 0.0, 0)
             t += elapsed
             busy += elapsed
             computed += size * steps_needed

@@ -26,6 +26,13 @@ class Chip:
     ``chips`` is how many physical chips the row describes (12 for an
     inf2.48xlarge, 72 for a GB200 NVL72 rack); capacity and bandwidth are for
     the whole row. Peak rates are ``nan`` where no source gives them.
+
+    ``link_bytes_per_s`` is the scale-up link (NVLink, Infinity Fabric, ICI,
+    NeuronLink) of one chip *per direction*, what a collective can use; vendors
+    usually quote the two-way sum, twice as much. ``domain_chips`` is how many chips
+    share that fabric (8 on an HGX board, 72 in a GB200 NVL72 rack; 0 where no
+    source gives one). ``scaleout_bytes_per_s`` is one chip's share of the network
+    between domains, per direction (``nan`` where unknown).
     """
 
     name: str
@@ -35,8 +42,11 @@ class Chip:
     memory_bandwidth_bytes_per_s: float
     bf16_flop_per_s: float
     fp8_flop_per_s: float
+    fp4_flop_per_s: float
     int8_op_per_s: float
-    interconnect_bytes_per_s: float
+    link_bytes_per_s: float
+    domain_chips: int
+    scaleout_bytes_per_s: float
     source: str
 
 
@@ -54,6 +64,8 @@ class ModelSpec:
     vocab_size: int
     params_total: float
     params_active: float
+    experts: int
+    experts_per_token: int
     context_length_tokens: int
     attention: str
     source: str
@@ -96,8 +108,11 @@ def chip(name: str) -> Chip:
         memory_bandwidth_bytes_per_s=scaled("memory_bandwidth_gb_per_s", GB),
         bf16_flop_per_s=scaled("bf16_dense_tflop_per_s", TERA),
         fp8_flop_per_s=scaled("fp8_dense_tflop_per_s", TERA),
+        fp4_flop_per_s=scaled("fp4_dense_tflop_per_s", TERA),
         int8_op_per_s=scaled("int8_dense_top_per_s", TERA),
-        interconnect_bytes_per_s=scaled("interconnect_gb_per_s", GB),
+        link_bytes_per_s=scaled("scaleup_gb_per_s_per_direction", GB),
+        domain_chips=0 if math.isnan(row["scaleup_domain_chips"]) else int(row["scaleup_domain_chips"]),
+        scaleout_bytes_per_s=scaled("scaleout_gb_per_s_per_direction", GB),
         source=row["source"],
     )
 
@@ -128,6 +143,8 @@ def model(name: str) -> ModelSpec:
         vocab_size=int(row["vocab_size"]),
         params_total=float(row["params_total"]),
         params_active=float(row["params_active"]),
+        experts=int(row["experts"]),
+        experts_per_token=int(row["experts_per_token"]),
         context_length_tokens=int(row["context_length_tokens"]),
         attention=row["attention"],
         source=row["source"],

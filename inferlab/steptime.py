@@ -1,43 +1,51 @@
 """The step-time model of one serving replica: how long one forward pass of a batch takes.
 
-A *replica* is one copy of a model served by ``tp`` chips with tensor parallelism.
-Every step of a serving engine is one forward pass over the tokens it has
-gathered: one decode token for each running request, plus any prompt tokens
-being prefilled. The model of that step, with its assumptions stated so that
-you can argue with them:
+A *replica* is one copy of a model served by ``tp`` chips with tensor parallelism
+inside one scale-up domain (:mod:`inferlab.feasibility` refuses layouts that do
+not fit or cross a domain). Every step of a serving engine is one forward pass
+over the tokens it has gathered: one decode token for each running request, plus
+any prompt tokens being prefilled. The model of that step has four terms, each a
+separate group of kernels that run one after another:
 
-- **memory time**: the weights are read once per step, whatever the batch, and
-  every running request's KV cache is read once::
+- **matrix multiplies** read the weights once per step and do two FLOPs per active
+  parameter per token. Each is a roofline of its own, with an ``overlap`` of the
+  two resources that real kernels only approach::
 
-      memory_s = (weight_bytes + kv_bytes_per_token x context_tokens)
-                 / (tp x bandwidth_per_chip x memory_efficiency)
+      weights_s = params_read(tokens) x bytes_per_param / (bandwidth x memory_efficiency)
+      matmul_s  = 2 x params_active x tokens / (peak x compute_efficiency)
+      gemm_s    = max(weights_s, matmul_s) + (1 - overlap) x min(weights_s, matmul_s)
 
-  where ``context_tokens`` is the sum of the contexts the step attends over.
-- **compute time**: two FLOPs per active parameter per token (a multiply and an
-  add), for prefill and decode tokens alike::
+  With ``overlap = 1`` it is the ideal roofline; below 1 a step near the ridge
+  pays for part of both, as measured GEMMs at small batch do. ``params_read`` is
+  all the weights for a dense model and the experts touched for a mixture of
+  experts (:func:`inferlab.roofline.params_read`). ``peak`` is the chip's dense
+  rate at the weights' format, FP4 included where the chip has it.
+- **attention** reads every running request's KV cache and does four FLOPs per
+  query head, head dimension and layer for each (query, cached token) pair::
 
-      compute_s = 2 x params_active x tokens / (tp x peak_per_chip x compute_efficiency)
+      attention_s = max(kv_bytes_per_token x context_read / bandwidth_eff,
+                        4 x layers x heads x head_dim x pairs / peak_eff)
 
-  Attention's own FLOPs (a few per cent at the prompt lengths used here) are left out.
-- **the step** is the slower of the two (each resource overlaps the other
-  perfectly), plus the tensor-parallel all-reduces, plus a fixed overhead
-  (kernel launches, sampling, the scheduler's own work)::
+  Decode attention is memory-bound on every chip here (its intensity is about 16
+  FLOP per byte for Llama 2 70B); long prefills are compute-bound.
+- **communication**: two all-reduces per layer of ``tokens x hidden_size``
+  16-bit activations, by the fastest algorithm for the message size on a switched
+  fabric (:func:`inferlab.parallel.allreduce_s`), at the chip's per-direction link
+  rate, ``allreduce_latency_s`` per hop.
+- **overhead**: a fixed ``step_overhead_s`` per step (kernel launches, sampling,
+  the scheduler's own work), paid whatever the batch.
 
-      step_s = max(memory_s, compute_s) + allreduce_s(tokens) + step_overhead_s
+::
 
-  ``allreduce_s`` is two ring all-reduces per layer of ``tokens x hidden_size``
-  activations (:func:`inferlab.parallel.ring_allreduce_s`), not overlapped.
+      step_s = gemm_s + attention_s + allreduce_s + step_overhead_s
 
-The efficiency factors are the fraction of peak bandwidth and peak FLOP/s the
-software reaches. They are not physics: the batching chapter sets them from one
-published result and tests them on the others.
+The efficiencies, the overlap, the overhead and the all-reduce latency describe a
+software stack, not a chip: :mod:`inferlab.calibration` fits them, by stack, on
+named audited results and reports the error on the others.
 
-Everything is in SI units. The KV-cache capacity of the replica (how many tokens
-of cache fit beside the weights) comes from :mod:`inferlab.capacity`; the peaks
-from :mod:`inferlab.roofline`; the ring all-reduce from :mod:`inferlab.parallel`.
-
-Used in chapter 'Batching'; the serving simulator (:mod:`inferlab.simulator`)
-and the scenarios chapter build on it.
+Everything is in SI units. Used in chapter 'Batching'; the serving simulator
+(:mod:`inferlab.simulator`), the scenarios chapter and :mod:`inferlab.predict`
+build on it.
 """
 
 from __future__ import annotations
@@ -50,16 +58,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from inferlab import specs
-from inferlab.capacity import (
-    ACTIVATION_RESERVE_FRACTION,
-    bytes_per_param,
-    kv_bytes_per_token,
-    kv_tokens_that_fit,
-    weight_bytes,
-)
-from inferlab.parallel import ring_allreduce_s
+from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
+from inferlab.feasibility import Infeasible, Layout, layout
+from inferlab.parallel import allreduce_s
 from inferlab.plotting import PALETTE, figure, label_kind
-from inferlab.roofline import _freeze_layout, peak_flop_per_s
+from inferlab.roofline import _freeze_layout, params_read, peak_flop_per_s
 from inferlab.widgets import Explorer, register
 
 #: All-reduces per layer in a tensor-parallel transformer — after attention and after the MLP
@@ -69,6 +72,10 @@ ALLREDUCES_PER_LAYER = 2
 #: Bytes per activation value sent in the all-reduces (16-bit activations).
 ACTIVATION_BYTES = 2.0
 
+#: FLOPs per (query head, head dimension, layer) for one query token against one cached token:
+#: a multiply-add in Q K^T and another in the weighted sum of V.
+ATTENTION_FLOP_PER_PAIR = 4
+
 
 def _whole(name: str, value, minimum: int = 1) -> int:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
@@ -76,10 +83,12 @@ def _whole(name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
-def _fraction_in(name: str, value) -> float:
+def _fraction_in(name: str, value, *, allow_zero: bool = False) -> float:
+    low_ok = (lambda v: v >= 0) if allow_zero else (lambda v: v > 0)
     if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not math.isfinite(value) or not 0 < value <= 1):
-        raise ValueError(f"{name}: {value!r} is not allowed; give a number in (0, 1]")
+            or not math.isfinite(value) or not (low_ok(value) and value <= 1)):
+        interval = "[0, 1]" if allow_zero else "(0, 1]"
+        raise ValueError(f"{name}: {value!r} is not allowed; give a number in {interval}")
     return float(value)
 
 
@@ -94,57 +103,153 @@ def _non_negative(name: str, value) -> float:
 class Replica:
     """One model on ``tp`` chips, reduced to the coefficients of its step time.
 
-    Build it with :func:`replica`. All rates are for the whole replica (summed
-    over its ``tp`` chips) and already include the efficiency factors.
+    Build it with :func:`replica`. Rates are for the whole replica (summed over its
+    ``tp`` chips); the efficiencies, ``overlap``, ``step_overhead_s`` and
+    ``allreduce_latency_s`` are the software stack's (see the module docstring).
 
     Used in chapter 'Batching'.
     """
 
     name: str
-    tp: int
+    layout: Layout
     weight_bytes: float
     kv_bytes_per_token: float
     flop_per_token: float
+    attention_flop_per_pair: float
     bandwidth_bytes_per_s: float
     peak_flop_per_s: float
     memory_efficiency: float
     compute_efficiency: float
+    overlap: float
     step_overhead_s: float
-    allreduce_s_per_token: float
-    allreduce_fixed_s: float
-    kv_capacity_tokens: int
+    allreduce_latency_s: float
+    link_bytes_per_s: float
 
-    # ---- the pieces of a step ------------------------------------------------------
+    @property
+    def tp(self) -> int:
+        """Chips in the replica."""
+        return self.layout.tp
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """Tokens of KV cache the replica holds beside its weights (all requests together)."""
+        return self.layout.kv_capacity_tokens
+
+    # ---- the coefficients, in seconds ----------------------------------------------
+
+    @property
+    def _bandwidth(self) -> float:
+        return self.bandwidth_bytes_per_s * self.memory_efficiency
+
+    @property
+    def _flops(self) -> float:
+        return self.peak_flop_per_s * self.compute_efficiency
+
+    @property
+    def kv_s_per_token(self) -> float:
+        """Seconds of attention per token of context read (the larger of bytes and FLOPs)."""
+        return max(self.kv_bytes_per_token / self._bandwidth,
+                   self.attention_flop_per_pair / self._flops)
+
+    # ---- the pieces of a step (numbers or NumPy arrays) -----------------------------
+
+    def weights_s(self, tokens=1):
+        """Time to read the weights a step of ``tokens`` tokens touches."""
+        model = self.layout.model
+        if model.experts <= 1:
+            return self.weight_bytes / self._bandwidth + 0 * np.asarray(tokens, dtype=float)
+        share = params_read(model, np.maximum(np.asarray(tokens, dtype=float), 1))
+        return self.weight_bytes * share / model.params_total / self._bandwidth
+
+    def matmul_s(self, tokens):
+        """Time of the matrix multiplies of ``tokens`` tokens at the stack's compute efficiency."""
+        return self.flop_per_token * np.asarray(tokens, dtype=float) / self._flops
+
+    def gemm_s(self, tokens):
+        """The matrix-multiply kernels: the larger of reading the weights and multiplying,
+        plus the part of the smaller that ``overlap`` does not hide."""
+        read, work = self.weights_s(tokens), self.matmul_s(tokens)
+        return np.maximum(read, work) + (1 - self.overlap) * np.minimum(read, work)
+
+    def attention_s(self, context_tokens, attention_pairs=None):
+        """Attention over ``context_tokens`` tokens of KV cache read, with ``attention_pairs``
+        (query, cached token) pairs of arithmetic (default: one per token read, as in decode)."""
+        read = self.kv_bytes_per_token * np.asarray(context_tokens, dtype=float) / self._bandwidth
+        pairs = context_tokens if attention_pairs is None else attention_pairs
+        work = self.attention_flop_per_pair * np.asarray(pairs, dtype=float) / self._flops
+        return np.maximum(read, work)
 
     def memory_s(self, context_tokens):
-        """Time to read the weights and ``context_tokens`` tokens of KV cache.
-
-        Accepts a number or a NumPy array of context totals.
-        """
-        effective = self.bandwidth_bytes_per_s * self.memory_efficiency
-        context = np.asarray(context_tokens)
-        return (self.weight_bytes + self.kv_bytes_per_token * context) / effective
+        """Time to read the weights and ``context_tokens`` tokens of KV cache (the floor)."""
+        return ((self.weight_bytes + self.kv_bytes_per_token * np.asarray(context_tokens))
+                / self._bandwidth)
 
     def compute_s(self, tokens):
-        """Time to do the matrix multiplies of ``tokens`` tokens (prefill and decode alike)."""
-        effective = self.peak_flop_per_s * self.compute_efficiency
-        return self.flop_per_token * np.asarray(tokens) / effective
+        """Time of the matrix multiplies of ``tokens`` tokens (same as :meth:`matmul_s`)."""
+        return self.matmul_s(tokens)
 
     def allreduce_s(self, tokens):
         """Time of the step's tensor-parallel all-reduces (0 for one chip)."""
-        return self.allreduce_fixed_s + self.allreduce_s_per_token * np.asarray(tokens)
+        tokens = np.asarray(tokens, dtype=float)
+        if self.tp == 1:
+            return 0 * tokens
+        model = self.layout.model
+        message = tokens * model.hidden_size * ACTIVATION_BYTES
+        one = np.vectorize(lambda m: allreduce_s(m, self.tp, self.link_bytes_per_s,
+                                                 self.allreduce_latency_s))(message)
+        return model.layers * ALLREDUCES_PER_LAYER * one
 
-    def step_s(self, context_tokens, tokens):
-        """The modelled time of one step that attends over ``context_tokens`` tokens of
-        KV cache and pushes ``tokens`` tokens through the weights::
+    def step_s(self, context_tokens, tokens, attention_pairs=None):
+        """The modelled time of one step that reads ``context_tokens`` tokens of KV cache and
+        pushes ``tokens`` tokens through the weights (see the module docstring)::
 
-            max(memory_s, compute_s) + allreduce_s + step_overhead_s
+            gemm_s + attention_s + allreduce_s + step_overhead_s
 
         Vectorised: pass arrays of equal shape for many steps at once.
         """
-        result = (np.maximum(self.memory_s(context_tokens), self.compute_s(tokens))
+        result = (self.gemm_s(tokens) + self.attention_s(context_tokens, attention_pairs)
                   + self.allreduce_s(tokens) + self.step_overhead_s)
         return float(result) if np.ndim(result) == 0 else result
+
+    def step_function(self):
+        """A fast scalar ``f(tokens, context_read, attention_pairs) -> seconds`` equal to
+        :meth:`step_s`, for the simulator's inner loop (plain floats, no arrays)."""
+        flops, bandwidth = self._flops, self._bandwidth
+        matmul = self.flop_per_token / flops
+        kv_read = self.kv_bytes_per_token / bandwidth
+        pair = self.attention_flop_per_pair / flops
+        hidden = 1 - self.overlap
+        fixed = self.step_overhead_s
+        model = self.layout.model
+        dense_weights = self.weight_bytes / bandwidth
+        if model.experts > 1:
+            def weights(tokens: float) -> float:
+                return float(self.weights_s(max(tokens, 1)))
+        else:
+            def weights(tokens: float) -> float:
+                return dense_weights
+        p = self.tp
+        if p > 1:
+            per_token = model.hidden_size * ACTIVATION_BYTES / self.link_bytes_per_s
+            count = model.layers * ALLREDUCES_PER_LAYER
+            latency = self.allreduce_latency_s
+            one_shot, two_shot = (p - 1) * per_token, 2 * (p - 1) / p * per_token
+
+            def comm(tokens: float) -> float:
+                return count * min(latency + one_shot * tokens, 2 * latency + two_shot * tokens)
+        else:
+            def comm(tokens: float) -> float:
+                return 0.0
+
+        def step(tokens: float, context_read: float, pairs: float) -> float:
+            read, work = weights(tokens), matmul * tokens
+            gemm = read + hidden * work if read > work else work + hidden * read
+            attention = kv_read * context_read
+            if pair * pairs > attention:
+                attention = pair * pairs
+            return gemm + attention + comm(tokens) + fixed
+
+        return step
 
     def decode_step_s(self, batch, context_tokens):
         """One decode step of ``batch`` requests, each with ``context_tokens`` of context."""
@@ -154,26 +259,44 @@ class Replica:
     def prefill_s(self, prompt_tokens):
         """One step that prefills a single prompt of ``prompt_tokens`` tokens and nothing else.
 
-        On a lightly loaded server this is the time to first token.
+        On a lightly loaded server this is the time to first token. Causal attention
+        gives ``prompt x (prompt + 1) / 2`` (query, key) pairs.
         """
-        return self.step_s(prompt_tokens, prompt_tokens)
+        prompt = np.asarray(prompt_tokens, dtype=float)
+        return self.step_s(prompt, prompt, prompt * (prompt + 1) / 2)
 
     # ---- derived figures -----------------------------------------------------------
 
     @property
     def ridge_tokens(self) -> float:
-        """Tokens per step at which compute time equals the weights' memory time.
+        """Tokens per step at which the matrix multiplies take as long as reading the weights.
 
-        Below it (small batches, no KV cache) a step is memory-bound and adding a
-        request to the batch is almost free; above it every token costs compute.
+        Weights only: it ignores the KV cache, which attention reads in kernels of its
+        own, so it is the batch at which the *weights* stop being the bottleneck, not
+        the batch at which a decode step turns compute-bound (see
+        :meth:`compute_bound_batch`).
         """
-        return (self.weight_bytes / (self.bandwidth_bytes_per_s * self.memory_efficiency)
-                * self.peak_flop_per_s * self.compute_efficiency / self.flop_per_token)
+        return float(self.weights_s(1)) / (self.flop_per_token / self._flops)
+
+    def compute_bound_batch(self, context_tokens: float) -> float:
+        """The decode batch at which a step's arithmetic equals all its memory traffic,
+        weights *and* the KV cache of ``context_tokens``-token requests::
+
+            batch x matmul_s_per_token = weights_s + batch x context x kv_s_per_token
+
+        ``inf`` where the cache alone takes longer per request than its arithmetic:
+        the step then never turns compute-bound, whatever the batch.
+        """
+        context = _non_negative("context_tokens", context_tokens)
+        per_token = self.flop_per_token / self._flops - context * self.kv_bytes_per_token \
+            / self._bandwidth
+        return float(self.weights_s(1)) / per_token if per_token > 0 else math.inf
 
     def with_efficiency(self, memory_efficiency: float | None = None,
                         compute_efficiency: float | None = None,
-                        step_overhead_s: float | None = None) -> Replica:
-        """The same replica with other efficiency factors or overhead (others unchanged)."""
+                        step_overhead_s: float | None = None,
+                        overlap: float | None = None) -> Replica:
+        """The same replica with other stack parameters (the others unchanged)."""
         changes = {}
         if memory_efficiency is not None:
             changes["memory_efficiency"] = _fraction_in("memory_efficiency", memory_efficiency)
@@ -181,6 +304,8 @@ class Replica:
             changes["compute_efficiency"] = _fraction_in("compute_efficiency", compute_efficiency)
         if step_overhead_s is not None:
             changes["step_overhead_s"] = _non_negative("step_overhead_s", step_overhead_s)
+        if overlap is not None:
+            changes["overlap"] = _fraction_in("overlap", overlap, allow_zero=True)
         return replace(self, **changes)
 
 
@@ -193,83 +318,64 @@ def replica(
     kv_precision: str | None = None,
     memory_efficiency: float = 1.0,
     compute_efficiency: float = 1.0,
+    overlap: float = 1.0,
     step_overhead_s: float = 0.0,
+    allreduce_latency_s: float = 0.0,
     reserve_fraction: float = ACTIVATION_RESERVE_FRACTION,
     peak_flop_per_s_per_chip: float | None = None,
-    hop_latency_s: float = 0.0,
 ) -> Replica:
     """Build the step-time model of ``model`` on ``tp`` chips of ``chip`` at ``precision``.
 
     ``model`` and ``chip`` are names from ``data/models.csv`` and
-    ``data/hardware.csv`` (or the specs themselves). Weights are all
-    ``params_total`` at ``precision``; FLOPs follow ``params_active``. The KV cache
-    is stored at ``kv_precision`` (default: the weights' format, but 8 bits for
-    4-bit weights). The chips' memory, less ``reserve_fraction`` for activations
-    (:data:`inferlab.capacity.ACTIVATION_RESERVE_FRACTION` by default), holds the
-    weights and the cache; what is left, in tokens, is ``kv_capacity_tokens``.
+    ``data/hardware.csv`` (or the specs themselves). The layout comes from
+    :func:`inferlab.feasibility.layout`, which refuses (``Infeasible``, a
+    ``ValueError``) weights that do not fit on ``tp`` chips after the reserve or a
+    ``tp`` beyond the chip's scale-up domain. Weights are all ``params_total`` at
+    ``precision``; FLOPs follow ``params_active``. The cache is stored at
+    ``kv_precision`` (default: the weights' format, but 8 bits for 4-bit weights).
     The peak rate is the chip's dense rate for ``precision``
     (:func:`inferlab.roofline.peak_flop_per_s`) unless ``peak_flop_per_s_per_chip``
-    overrides it. All-reduces use the chip's interconnect figure from the table.
+    overrides it.
 
-    Raises ``ValueError`` naming the argument for an unknown model, chip or
-    format, ``tp < 1``, efficiencies outside (0, 1], a negative overhead, or a
-    model whose weights leave no room for even one token of KV cache on ``tp``
-    chips (it says how many chips would be needed).
+    The defaults (efficiencies 1, overlap 1, no overhead, no latency) are the ideal
+    machine; :mod:`inferlab.calibration` holds fitted stacks.
 
     Used in chapter 'Batching'.
     """
-    spec = specs.model(model) if isinstance(model, str) else model
-    hw = specs.chip(chip) if isinstance(chip, str) else chip
-    tp = _whole("tp", tp)
+    lay = layout(model, chip, precision, tp=tp, kv_precision=kv_precision,
+                 reserve_fraction=reserve_fraction)
+    spec, hw = lay.model, lay.chip
     memory_efficiency = _fraction_in("memory_efficiency", memory_efficiency)
     compute_efficiency = _fraction_in("compute_efficiency", compute_efficiency)
+    overlap = _fraction_in("overlap", overlap, allow_zero=True)
     step_overhead_s = _non_negative("step_overhead_s", step_overhead_s)
-    if kv_precision is None:
-        kv_precision = "int8" if bytes_per_param(precision) < 1 else precision
-    weights = weight_bytes(spec.params_total, precision)
-    per_token = kv_bytes_per_token(spec, kv_precision)
-    capacity = tp * hw.memory_capacity_bytes
-    kv_tokens = kv_tokens_that_fit(capacity, weights, per_token, reserve_fraction=reserve_fraction)
-    if kv_tokens < 1:
-        usable = hw.memory_capacity_bytes * (1 - reserve_fraction)
-        needed = math.floor(weights / usable) + 1
-        raise ValueError(
-            f"tp: {spec.name} at {precision} needs {weights / 1e9:.1f} GB of weights, which leaves "
-            f"no room for the KV cache on {tp} x {hw.name} ({usable / 1e9:.1f} GB usable each); "
-            f"give tp >= {needed}"
-        )
+    allreduce_latency_s = _non_negative("allreduce_latency_s", allreduce_latency_s)
     if peak_flop_per_s_per_chip is None:
         peak = peak_flop_per_s(hw, precision)
     else:
         if (not isinstance(peak_flop_per_s_per_chip, numbers.Real)
+                or isinstance(peak_flop_per_s_per_chip, bool)
                 or not math.isfinite(peak_flop_per_s_per_chip) or peak_flop_per_s_per_chip <= 0):
             raise ValueError(f"peak_flop_per_s_per_chip: {peak_flop_per_s_per_chip!r} is not "
                              "allowed; give a positive, finite number")
         peak = float(peak_flop_per_s_per_chip)
-    per_token_s = fixed_s = 0.0
-    if tp > 1:
-        link = hw.interconnect_bytes_per_s
-        if not math.isfinite(link):
-            raise ValueError(f"chip: {hw.name!r} has no interconnect bandwidth in "
-                             "data/hardware.csv, so tp must be 1")
-        count = spec.layers * ALLREDUCES_PER_LAYER
-        # The ring cost is linear in the message: a fixed latency part plus a per-byte part.
-        fixed_s = count * ring_allreduce_s(0.0, tp, link, hop_latency_s)
-        per_token_s = count * ring_allreduce_s(spec.hidden_size * ACTIVATION_BYTES, tp, link)
+    tp = lay.tp
     return Replica(
         name=f"{spec.name} on {tp} x {hw.name} ({precision})",
-        tp=tp,
-        weight_bytes=weights,
-        kv_bytes_per_token=per_token,
+        layout=lay,
+        weight_bytes=lay.weight_bytes_per_chip * tp,
+        kv_bytes_per_token=lay.kv_bytes_per_token_per_chip * tp,
         flop_per_token=2.0 * spec.params_active,
+        attention_flop_per_pair=float(ATTENTION_FLOP_PER_PAIR * spec.layers
+                                      * spec.attention_heads * spec.head_dim),
         bandwidth_bytes_per_s=tp * hw.memory_bandwidth_bytes_per_s,
         peak_flop_per_s=tp * peak,
         memory_efficiency=memory_efficiency,
         compute_efficiency=compute_efficiency,
+        overlap=overlap,
         step_overhead_s=step_overhead_s,
-        allreduce_s_per_token=per_token_s,
-        allreduce_fixed_s=fixed_s,
-        kv_capacity_tokens=int(kv_tokens),
+        allreduce_latency_s=allreduce_latency_s,
+        link_bytes_per_s=hw.link_bytes_per_s if tp > 1 else math.inf,
     )
 
 
@@ -344,11 +450,13 @@ def steady_state(
         raise ValueError(f"output_tokens: {output_tokens!r} is not allowed; give a number >= 1")
     context = c * (prompt + output / 2)
     tokens = c * (1 + prompt / output)
-    memory = rep.memory_s(context)
-    compute = rep.compute_s(tokens)
-    step = np.maximum(memory, compute) + rep.allreduce_s(tokens) + rep.step_overhead_s
+    # Decode tokens attend over their whole context; the prefill share of each step
+    # does prompt^2 / 2 pairs per prompt, spread over the output's steps.
+    pairs = context + c * prompt * (prompt + 1) / (2 * output)
+    step = rep.step_s(context, tokens, pairs)
     fits = c * (prompt + output) <= rep.kv_capacity_tokens
-    bound = np.where(compute > memory, "compute", "memory")
+    bound = np.where(rep.matmul_s(tokens) > rep.weights_s(tokens)
+                     + rep.attention_s(context, pairs), "compute", "memory")
     return SteadyState(c, step, rep.tp, fits, bound)
 
 
@@ -443,10 +551,8 @@ def interactivity_front(
         try:
             rep = replica(model, chip, tp, precision, memory_efficiency=efficiency,
                           compute_efficiency=efficiency, step_overhead_s=step_overhead_s)
-        except ValueError as error:
-            if str(error).startswith("tp:"):
-                continue  # the weights do not fit on this many chips
-            raise
+        except Infeasible:
+            continue  # the weights do not fit on this many chips, or tp leaves the domain
         state = steady_state(rep, concurrency, prompt_tokens, output_tokens)
         xs.append(state.per_user_tok_s[state.fits])
         ys.append(state.per_chip_tok_s[state.fits])

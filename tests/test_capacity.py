@@ -15,7 +15,7 @@ MIB = 2**20
 
 def test_bytes_per_param_table():
     assert cap.BYTES_PER_PARAM == {
-        "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5,
+        "fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "fp4": 0.5, "int4": 0.5,
     }
     assert cap.bytes_per_param("FP16") == 2.0
 

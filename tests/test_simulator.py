@@ -26,11 +26,12 @@ def test_a_full_static_batch_takes_exactly_the_step_time_models_sum(rep, batch):
     prompt, output = 500, 200
     requests = make_requests(batch, Lengths(prompt), Lengths(output), arrival="all_at_once")
     run = sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=batch))
-    expected = rep.step_s(batch * prompt, batch * prompt) + sum(
+    prefill = rep.step_s(batch * prompt, batch * prompt, batch * prompt * (prompt + 1) // 2)
+    expected = prefill + sum(
         rep.step_s(batch * (prompt + 1 + j), batch) for j in range(output - 1))
     assert run.makespan_s == pytest.approx(expected, rel=1e-12)
     assert run.throughput_tok_s == pytest.approx(batch * output / expected, rel=1e-12)
-    assert np.all(run.ttft_s == pytest.approx(rep.step_s(batch * prompt, batch * prompt)))
+    assert np.all(run.ttft_s == pytest.approx(prefill))
 
 
 def test_continuous_batching_of_a_full_batch_is_the_same_closed_form(rep):

@@ -7,7 +7,8 @@ import pytest
 
 from inferlab import steptime as st
 from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
-from inferlab.parallel import ring_allreduce_s
+from inferlab.feasibility import Infeasible
+from inferlab.parallel import allreduce_s
 from inferlab.specs import chip, model
 
 H200 = "NVIDIA H200 SXM"
@@ -33,13 +34,39 @@ def test_batch_1_decode_is_the_bandwidth_floor_plus_overhead():
     assert rep.decode_step_s(1, 1000) == pytest.approx(floor + 0.002)
 
 
-def test_step_is_the_slower_of_memory_and_compute():
+def test_the_step_is_matmuls_plus_attention_plus_overhead_with_the_ideal_roofline_at_overlap_1():
     rep = st.replica("Llama 2 70B", H200, 1, "fp8")
     small, large = rep.decode_step_s(8, 500), rep.decode_step_s(4096, 500)
+    # The weights' kernels and the cache's kernels run one after the other.
     assert small == pytest.approx(float(rep.memory_s(8 * 500)))
-    assert large == pytest.approx(float(rep.compute_s(4096)))
+    assert large == pytest.approx(float(rep.compute_s(4096) + rep.attention_s(4096 * 500)))
     # The ridge: compute of the ridge's tokens equals the weights' memory time.
     assert float(rep.compute_s(rep.ridge_tokens)) == pytest.approx(float(rep.memory_s(0)))
+
+
+def test_overlap_below_1_pays_part_of_the_shorter_resource():
+    ideal = st.replica("Llama 2 70B", H200, 1, "fp8")
+    half = ideal.with_efficiency(overlap=0.5)
+    read, work = float(ideal.weights_s(100)), float(ideal.matmul_s(100))
+    assert float(half.gemm_s(100)) == pytest.approx(max(read, work) + 0.5 * min(read, work))
+    assert float(ideal.with_efficiency(overlap=0.0).gemm_s(100)) == pytest.approx(read + work)
+
+
+def test_the_ridge_with_cache_reads_lies_beyond_the_weights_only_ridge():
+    rep = st.replica("Llama 2 70B", H200, 1, "fp8")
+    assert rep.compute_bound_batch(0) == pytest.approx(rep.ridge_tokens)
+    assert rep.compute_bound_batch(1000) > rep.ridge_tokens
+    # Long enough contexts make the cache cost more than the arithmetic per request.
+    assert rep.compute_bound_batch(4000) == float("inf")
+
+
+def test_fp4_runs_at_the_chips_native_4_bit_rate():
+    fp4 = st.replica("Llama 2 70B", B200, 1, "fp4")
+    fp8 = st.replica("Llama 2 70B", B200, 1, "fp8")
+    assert fp4.peak_flop_per_s == pytest.approx(2 * fp8.peak_flop_per_s)
+    assert fp4.weight_bytes == pytest.approx(fp8.weight_bytes / 2)
+    with pytest.raises(ValueError, match="fp4 peak"):
+        st.replica("Llama 2 70B", H200, 1, "fp4")
 
 
 def test_efficiency_factors_scale_their_own_resource_only():
@@ -50,14 +77,26 @@ def test_efficiency_factors_scale_their_own_resource_only():
     assert slow.ridge_tokens == pytest.approx(base.ridge_tokens / 2)
 
 
-def test_tensor_parallel_splits_memory_and_adds_the_ring_allreduces():
+def test_tensor_parallel_splits_memory_and_adds_the_fastest_allreduce_per_direction():
     one = st.replica("Llama 2 70B", H200, 1, "fp8")
-    eight = st.replica("Llama 2 70B", H200, 8, "fp8")
+    eight = st.replica("Llama 2 70B", H200, 8, "fp8", allreduce_latency_s=5e-6)
     assert float(eight.memory_s(0)) == pytest.approx(float(one.memory_s(0)) / 8)
     spec, hw = model("Llama 2 70B"), chip(H200)
-    expected = 2 * spec.layers * ring_allreduce_s(64 * spec.hidden_size * 2.0, 8,
-                                                   hw.interconnect_bytes_per_s)
-    assert float(eight.allreduce_s(64)) == pytest.approx(expected)
+    assert hw.link_bytes_per_s == pytest.approx(450e9)  # NVLink 4: 900 GB/s is both directions
+    for tokens in (1, 64, 4096):
+        expected = 2 * spec.layers * allreduce_s(tokens * spec.hidden_size * 2.0, 8,
+                                                 hw.link_bytes_per_s, 5e-6)
+        assert float(eight.allreduce_s(tokens)) == pytest.approx(expected)
+        fast = eight.step_function()(tokens, 1000, 1000)
+        assert fast == pytest.approx(eight.step_s(1000, tokens))
+
+
+def test_tensor_parallel_beyond_the_nvlink_domain_is_refused():
+    with pytest.raises(Infeasible, match="8-chip scale-up domain") as error:
+        st.replica("Llama 2 70B", H100, 16, "fp8")
+    assert error.value.kind == "domain"
+    with pytest.raises(Infeasible, match="needs a scale-up link"):
+        st.replica("Llama 2 7B", "Apple M2 Max", 2, "bf16")
 
 
 @pytest.mark.parametrize("chip_name", [H100, H200, B200])
@@ -87,15 +126,17 @@ def test_bad_input_names_the_argument():
 
 
 def test_a_model_that_leaves_no_room_for_the_cache_is_refused_with_the_chips_it_needs():
-    with pytest.raises(ValueError, match=r"tp: .* give tp >= 2"):
+    with pytest.raises(Infeasible, match=r"needs at least 2 chips") as error:
         st.replica("Llama 2 70B", H100, 1, "fp16")
+    assert error.value.kind == "capacity"
     assert st.replica("Llama 2 70B", H100, 2, "fp16").kv_capacity_tokens > 0
 
 
 def test_steady_state_matches_its_formula_and_flags_what_does_not_fit():
     rep = st.replica("Llama 2 70B", H200, 1, "fp8", step_overhead_s=0.001)
     state = st.steady_state(rep, [1, 64, 5000], 300, 300)
-    expected = rep.step_s(64 * (300 + 150), 64 * 2)
+    # Prefill work is spread over the output's steps, with its causal attention pairs.
+    expected = rep.step_s(64 * (300 + 150), 64 * 2, 64 * (300 + 150) + 64 * 300 * 301 / 600)
     assert state.step_s[1] == pytest.approx(expected)
     assert state.aggregate_tok_s[1] == pytest.approx(64 / expected)
     assert list(state.fits) == [True, True, False]
