@@ -1,0 +1,137 @@
+"""Calibration: the few parameters of each software stack, fitted on named audited results.
+
+The step-time model (:mod:`inferlab.steptime`) is physics plus five numbers that
+describe software, not silicon: the share of peak bandwidth and of peak FLOP/s
+the kernels reach, how far the weight reads hide under the matrix multiplies
+(``overlap``), a fixed cost paid by every step whatever its batch
+(``step_overhead_s``: kernel launches, sampling, scheduling, and whatever else does
+not shrink with the batch), and the latency of one all-reduce hop.
+
+A :class:`Stack` fixes them for one serving stack (TensorRT-LLM at FP8 on Hopper,
+TensorRT-LLM at FP4 on Blackwell, vLLM on ROCm). Of the five, two are fitted per
+stack and three are stated assumptions:
+
+- ``compute_efficiency`` is fitted so that the stack's *Offline* anchor result is
+  reproduced (Offline is compute-bound on every GPU here, so it pins the FLOP/s);
+- ``step_overhead_s`` is fitted so that the stack's *latency-bound* anchor
+  (Interactive where the stack has one, else Server) is reproduced: a fixed cost
+  is negligible in a 100 ms Server step and a large share of a 30 ms Interactive
+  step, so it is what the latency bound measures;
+- ``memory_efficiency`` 0.8, ``overlap`` 1 (the ideal roofline) and an all-reduce hop
+  of 5 microseconds are assumed, not fitted (:data:`ASSUMED`).
+
+The fitted values live in ``data/stacks.csv`` with the ids of the rows they were
+fitted on; ``python scripts/calibrate.py`` refits and rewrites them, and
+``benchmarks/model_accuracy.py`` reports the error on every other audited row.
+
+Used in chapter 'Batching'; :mod:`inferlab.predict` takes its stacks from here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+from inferlab import specs
+from inferlab.data import load_table
+
+#: Parameters every stack shares, assumed rather than fitted (see the module docstring).
+ASSUMED = {"memory_efficiency": 0.8, "overlap": 1.0, "allreduce_latency_s": 5e-6}
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The software parameters of one serving stack (see the module docstring).
+
+    ``fitted_on`` names the rows of ``data/mlperf_llama2_70b.csv`` the fitted
+    parameters reproduce; empty for a stack set by hand.
+
+    Used in chapter 'Batching'.
+    """
+
+    name: str
+    compute_efficiency: float
+    step_overhead_s: float
+    memory_efficiency: float = ASSUMED["memory_efficiency"]
+    overlap: float = ASSUMED["overlap"]
+    allreduce_latency_s: float = ASSUMED["allreduce_latency_s"]
+    fitted_on: tuple[str, ...] = ()
+
+    def replica_parameters(self) -> dict[str, float]:
+        """The keyword arguments :func:`inferlab.steptime.replica` takes from a stack."""
+        return {"memory_efficiency": self.memory_efficiency,
+                "compute_efficiency": self.compute_efficiency,
+                "overlap": self.overlap, "step_overhead_s": self.step_overhead_s,
+                "allreduce_latency_s": self.allreduce_latency_s}
+
+
+#: How the audited results name their software, mapped to the book's stacks, by vendor
+#: and weight format. A row whose software is not here is not predicted.
+STACK_OF = {
+    ("TensorRT-LLM", "fp8"): "TensorRT-LLM FP8",
+    ("TensorRT-LLM", "fp4"): "TensorRT-LLM FP4",
+    ("vLLM (ROCm)", "fp8"): "vLLM ROCm FP8",
+    # MangoBoost's LLMBoost is built on vLLM for ROCm: predicting it with AMD's own vLLM
+    # stack is a test of how much its own work adds.
+    ("MangoBoost LLMBoost (vLLM-based, ROCm)", "fp8"): "vLLM ROCm FP8",
+    ("MangoBoost LLMBoost (ROCm)", "fp8"): "vLLM ROCm FP8",
+}
+
+#: Which stack serves a chip when none is named: NVIDIA chips run TensorRT-LLM (its FP4
+#: stack for 4-bit weights), AMD chips vLLM on ROCm.
+VENDOR_STACK = {("NVIDIA", "fp4"): "TensorRT-LLM FP4", ("NVIDIA", None): "TensorRT-LLM FP8",
+                ("AMD", None): "vLLM ROCm FP8"}
+
+
+def row_stack(software: str, precision: str) -> str | None:
+    """The book's stack for an audited row's software and format (``None`` if not modelled).
+
+    Triton in front of TensorRT-LLM is still TensorRT-LLM.
+    """
+    base = "TensorRT-LLM" if software.startswith("TensorRT-LLM") else software
+    return STACK_OF.get((base, precision))
+
+
+@cache
+def stacks() -> dict[str, Stack]:
+    """Every stack in ``data/stacks.csv``, by name."""
+    frame = load_table("stacks")
+    out = {}
+    for row in frame.to_dict("records"):
+        out[row["name"]] = Stack(
+            name=row["name"], compute_efficiency=row["compute_efficiency"],
+            step_overhead_s=row["step_overhead_ms"] / 1e3,
+            memory_efficiency=row["memory_efficiency"], overlap=row["overlap"],
+            allreduce_latency_s=row["allreduce_latency_us"] / 1e6,
+            fitted_on=tuple(part.strip() for part in row["fitted_on"].split(";")))
+    return out
+
+
+def stack(name: str) -> Stack:
+    """The stack called ``name`` in ``data/stacks.csv``; ``ValueError`` names the known ones."""
+    known = stacks()
+    if name not in known:
+        raise ValueError(f"name: unknown stack {name!r}; known: {', '.join(known)}")
+    return known[name]
+
+
+def stack_for(chip: str, precision: str) -> Stack:
+    """The calibrated stack that serves ``chip`` at ``precision`` (see :data:`VENDOR_STACK`).
+
+    Raises ``ValueError`` for a chip of a vendor without a calibrated stack.
+    """
+    name = specs.chip(chip).name
+    vendor = name.split()[0]
+    key = (vendor, precision) if (vendor, precision) in VENDOR_STACK else (vendor, None)
+    if key not in VENDOR_STACK:
+        raise ValueError(f"chip: no calibrated software stack for {name!r} (stacks exist for "
+                         "NVIDIA and AMD GPUs); pass stack= explicitly")
+    return stack(VENDOR_STACK[key])
+
+
+def relative_error(predicted: float, reported: float) -> float:
+    """``predicted / reported - 1``; ``nan`` if either is not a positive number."""
+    if not (math.isfinite(predicted) and math.isfinite(reported)) or reported <= 0:
+        return math.nan
+    return predicted / reported - 1
