@@ -221,12 +221,13 @@ def layout(
     usable = hw.memory_capacity_bytes * (1 - reserve)
     per_token = kv_bytes_per_token(spec, kv_precision) / chips
     if weights >= usable:
-        needed = math.floor(weight_bytes(spec.params_total, precision) / usable) + 1
+        total = weights * chips
+        needed = math.floor(total / usable) + 1
         raise Infeasible("capacity", (
-            f"tp: {spec.name} at {precision} needs {weight_bytes(spec.params_total, precision) / GB:,.1f}"
-            f" GB of weights; {chips} x {hw.name} hold {usable * chips / GB:,.1f} GB after the "
-            f"{reserve:.0%} reserve (short by {(weights - usable) * chips / GB:,.1f} GB, before any "
-            f"KV cache); it needs at least {needed} chips"))
+            f"tp: {spec.name} at {precision} needs {total / GB:,.1f} GB of weights; {chips} x "
+            f"{hw.name} hold {usable * chips / GB:,.1f} GB after the {reserve:.0%} reserve "
+            f"(short by {(weights - usable) * chips / GB:,.1f} GB, before any KV cache); it "
+            f"needs at least {needed} chips"))
     return Layout(spec, hw, precision, kv_precision, tp, pp, reserve, weights, per_token, usable)
 
 

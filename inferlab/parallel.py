@@ -87,7 +87,8 @@ def allreduce_s(message_bytes: float, chips: int, link_bytes_per_s: float,
     Used in chapters 'The memory-bandwidth floor' and 'Batching'.
     """
     if algorithm not in ALLREDUCE_ALGORITHMS:
-        raise ValueError(f"algorithm: {algorithm!r} is not one of {', '.join(ALLREDUCE_ALGORITHMS)}")
+        raise ValueError(f"algorithm: {algorithm!r} is not one of "
+                         f"{', '.join(ALLREDUCE_ALGORITHMS)}")
     message = _non_negative("message_bytes", message_bytes)
     p = _check_tp(chips)
     link = _positive("link_bytes_per_s", link_bytes_per_s)
@@ -177,3 +178,94 @@ def tensor_parallel_speedup(step_1: TensorParallelStep, step_tp: TensorParallelS
     Used in chapter 'The memory-bandwidth floor'.
     """
     return step_1.step_s / step_tp.step_s
+
+
+# --------------------------------------------------------------------------------------
+# Many small chips: a decode step bounded by pipelining and by ideal tensor parallelism
+# --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChipSpread:
+    """The per-user decode ceilings of a model spread over ``chips`` chips, both ways.
+
+    ``pipeline_s``: layers in stages, one stage per chip; a token visits every stage
+    in turn, and each stage reads its own ``1 / chips`` of the weights at one chip's
+    bandwidth, so a batch-1 step takes the *whole* model's bytes over *one* chip's
+    bandwidth (and its FLOPs over one chip's peak), however many chips there are.
+    ``tensor_parallel_s``: every layer split over all chips with free communication,
+    the whole model's bytes over *all* chips' bandwidth: a bound no real network
+    reaches. The truth lies between; ``compute_*`` are the same bounds on FLOPs
+    (``nan`` where no peak rate is published).
+
+    Used in chapters 'The memory-bandwidth floor' and 'Choosing hardware'.
+    """
+
+    chip: str
+    chips: int
+    weight_bytes: float
+    memory_pipeline_s: float
+    memory_tensor_parallel_s: float
+    compute_pipeline_s: float
+    compute_tensor_parallel_s: float
+
+    @property
+    def pipeline_s(self) -> float:
+        """Batch-1 step with layers pipelined: the slower of bytes and FLOPs on one chip."""
+        return max(self.memory_pipeline_s, _or_zero(self.compute_pipeline_s))
+
+    @property
+    def tensor_parallel_s(self) -> float:
+        """Batch-1 step with ideal tensor parallelism over every chip."""
+        return max(self.memory_tensor_parallel_s, _or_zero(self.compute_tensor_parallel_s))
+
+    @property
+    def pipeline_tok_s(self) -> float:
+        """Per-user ceiling, tokens per second, with the layers pipelined."""
+        return 1.0 / self.pipeline_s
+
+    @property
+    def tensor_parallel_tok_s(self) -> float:
+        """Per-user ceiling, tokens per second, with ideal tensor parallelism."""
+        return 1.0 / self.tensor_parallel_s
+
+
+def _or_zero(value: float) -> float:
+    return value if value == value else 0.0
+
+
+def chip_spread(model, chip, precision: str = "int8", *, chips: int | None = None,
+                reserve_fraction: float = 0.0) -> ChipSpread:
+    """Batch-1 decode bounds of ``model`` at ``precision`` spread over ``chips`` chips.
+
+    ``chips`` defaults to the fewest that hold the weights after ``reserve_fraction``
+    (:func:`inferlab.feasibility.fewest_chips`); fewer is refused by the feasibility
+    layer's capacity check. Llama 2 70B at INT8 on Groq chips: the pipeline bound is
+    about 1,100 tokens per second per user whatever the chip count, the ideal
+    tensor-parallel bound hundreds of thousands; see the class docstring.
+
+    Used in chapters 'The memory-bandwidth floor' and 'Choosing hardware'.
+    """
+    import math
+
+    from inferlab import specs
+    from inferlab.capacity import weight_bytes
+    from inferlab.feasibility import Infeasible, fewest_chips
+    from inferlab.roofline import PEAK_COLUMN
+
+    spec = specs.model(model) if isinstance(model, str) else model
+    hw = specs.chip(chip) if isinstance(chip, str) else chip
+    need = fewest_chips(spec, hw, precision, reserve_fraction=reserve_fraction)
+    count = need if chips is None else _check_tp(chips)
+    if count < need:
+        raise Infeasible("capacity", (
+            f"chips: {count} x {hw.name} cannot hold {spec.name} at {precision} "
+            f"({weight_bytes(spec.params_total, precision) / 1e9:,.1f} GB of weights); "
+            f"it needs at least {need}"))
+    weights = weight_bytes(spec.params_total, precision)
+    bandwidth = hw.memory_bandwidth_bytes_per_s
+    peak = getattr(hw, PEAK_COLUMN.get(precision.lower(), "bf16_flop_per_s"))
+    flop = 2.0 * spec.params_active
+    compute = flop / peak if math.isfinite(peak) else math.nan
+    return ChipSpread(hw.name, count, weights, weights / bandwidth,
+                      weights / (count * bandwidth), compute, compute / count)

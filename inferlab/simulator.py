@@ -6,7 +6,8 @@ simulation decides *which* tokens go into each step, as a serving engine's
 scheduler does, and records when every request arrived, got its first token,
 got every later token, and finished.
 
-Schedulers (:class:`Scheduler`):
+Schedulers (:class:`Scheduler`, whose policies are the small objects of
+:mod:`inferlab.scheduler`):
 
 - **static** batching waits until ``max_batch`` requests are queued (or the
   oldest has waited ``batch_timeout_s``, or no more will come), prefills them
@@ -18,7 +19,9 @@ Schedulers (:class:`Scheduler`):
   Without chunked prefill, admitted prompts are prefilled in a step of their own
   while running requests wait (their next token is delayed). With chunked
   prefill every step carries one decode token per running request and fills
-  the rest of a ``token_budget`` with pieces of waiting prompts.
+  the rest of a ``token_budget`` with pieces of waiting prompts. With
+  ``disaggregated`` (a :class:`PrefillPool`) prompts are prefilled elsewhere and
+  the replica only decodes (DistServe, Splitwise, NVIDIA Dynamo).
 
 KV-cache memory (``kv_policy``):
 
@@ -38,12 +41,14 @@ context for each slot, so its decode step time does not depend on what is in
 the batch.
 
 Speed. Between two events (an admission, a retirement, a preemption) a decode
-step's time is an exact closed form of the context growth, ``max(m0 + m1 j, c) + f``
-for the ``j``-th step, so the simulation advances over all those steps at once
-(``_advance``). Only steps that prefill are simulated one by one.
+step's time is an exact closed form of the context growth, ``m0 + m1 j`` for the
+``j``-th step (the attention term grows with the context), so the simulation advances over all those steps at once
+(:func:`inferlab.scheduler.advance`). Only steps that prefill are simulated one by one.
 
-Assumptions: one replica; each step's time is the step-time model's (no noise,
-so every spread in latency comes from scheduling); the network and the client
+Assumptions: one replica; each step's time is the step-time model's, which
+depends on what the step holds (its decode batch, its prompt chunks, the
+contexts it attends over), so latency spreads come from the batch composition
+and the queue; there is no other noise; the network and the client
 add nothing; a request's first token is produced by the step that finishes its
 prefill; TPOT of a request is ``(finish - first token) / (outputs - 1)``, the
 definition MLPerf and vLLM use.
@@ -54,10 +59,8 @@ scenarios over it.
 
 from __future__ import annotations
 
-import heapq
 import math
 import numbers
-from collections import deque
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
@@ -66,186 +69,23 @@ import numpy as np
 
 from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.roofline import _freeze_layout
+from inferlab.scheduler import (
+    PAGED_WATERMARK_FRACTION,
+    ContinuousEngine,
+    Record,
+    Scheduler,
+    StaticEngine,
+    _whole,
+)
+
+# The scheduling configuration lives in inferlab.scheduler; chapters import it from here.
+from inferlab.scheduler import FixedShape as FixedShape
+from inferlab.scheduler import PrefillPool as PrefillPool
 from inferlab.steptime import Replica, replica
 from inferlab.widgets import Explorer, register
 from inferlab.workload import Lengths, Requests, make_requests
 
-SCHEDULER_KINDS = ("continuous", "static")
-KV_POLICIES = ("paged", "reserve")
 METRICS = ("ttft", "tpot", "e2e")
-
-#: Share of the KV cache a paged server keeps free when admitting (vLLM's default watermark).
-PAGED_WATERMARK_FRACTION = 0.01
-
-
-def _whole(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
-    return int(value)
-
-
-def _buckets(name: str, values) -> tuple[int, ...]:
-    try:
-        items = tuple(values)
-    except TypeError:
-        raise ValueError(f"{name}: {values!r} is not a sequence of whole numbers") from None
-    if not items:
-        raise ValueError(f"{name}: give at least one bucket")
-    for item in items:
-        _whole(name, item)
-    if list(items) != sorted(set(items)):
-        raise ValueError(f"{name}: {values!r} must be strictly increasing")
-    return tuple(int(item) for item in items)
-
-
-@dataclass(frozen=True)
-class FixedShape:
-    """The compiled shapes of an ahead-of-time compiled accelerator.
-
-    ``prompt_buckets``: prompt lengths compiled for prefill (a prompt is padded up
-    to the next one). ``batch_buckets``: decode batch sizes compiled (the running
-    batch is padded up). ``context_tokens``: the compiled sequence length; every
-    slot reserves and every decode step reads a cache this long. A request whose
-    prompt plus output exceeds it, or whose prompt exceeds the largest bucket, is
-    refused with ``ValueError``.
-
-    Used in chapter 'Batching'.
-    """
-
-    prompt_buckets: tuple[int, ...] = (128, 256, 512, 1024, 2048)
-    batch_buckets: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
-    context_tokens: int = 2048
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "prompt_buckets", _buckets("prompt_buckets", self.prompt_buckets))
-        object.__setattr__(self, "batch_buckets", _buckets("batch_buckets", self.batch_buckets))
-        _whole("context_tokens", self.context_tokens)
-
-    def pad_prompt(self, tokens: int) -> int:
-        """The compiled prompt length ``tokens`` is padded to."""
-        for bucket in self.prompt_buckets:
-            if bucket >= tokens:
-                return bucket
-        raise ValueError(f"prompt_tokens: {tokens} is longer than the largest compiled prompt "
-                         f"bucket ({self.prompt_buckets[-1]})")
-
-    def pad_batch(self, batch: int) -> int:
-        """The compiled batch size a running batch of ``batch`` is padded to."""
-        for bucket in self.batch_buckets:
-            if bucket >= batch:
-                return bucket
-        return batch  # max_batch is checked against the largest bucket up front
-
-
-@dataclass(frozen=True)
-class Scheduler:
-    """How a replica picks the tokens of each step (see the module docstring).
-
-    ``max_batch`` is the most requests in flight (running or being prefilled);
-    ``token_budget`` the most tokens in one step (for chunked prefill, decode
-    tokens included; without chunking, the most prompt tokens prefilled in one
-    step, though one prompt is always admitted whole). ``reserve_output_tokens``
-    is the output room a ``"reserve"`` policy holds per request (``None``: the
-    longest output among the requests, as if the server knew the cap).
-
-    Raises ``ValueError`` naming the argument for an unknown kind or policy,
-    ``max_batch < 1``, a token budget below ``max_batch`` with chunked prefill,
-    a negative timeout, or a fixed shape combined with chunked prefill or a
-    ``max_batch`` above its largest batch bucket.
-
-    Used in chapter 'Batching'.
-    """
-
-    kind: str = "continuous"
-    max_batch: int = 256
-    chunked_prefill: bool = True
-    token_budget: int = 2048
-    kv_policy: str = "paged"
-    reserve_output_tokens: int | None = None
-    batch_timeout_s: float = math.inf
-    fixed_shape: FixedShape | None = None
-
-    def __post_init__(self) -> None:
-        if self.kind not in SCHEDULER_KINDS:
-            raise ValueError(f"kind: {self.kind!r} is not one of {', '.join(SCHEDULER_KINDS)}")
-        if self.kv_policy not in KV_POLICIES:
-            raise ValueError(f"kv_policy: {self.kv_policy!r} is not one of "
-                             f"{', '.join(KV_POLICIES)}")
-        _whole("max_batch", self.max_batch)
-        _whole("token_budget", self.token_budget)
-        if self.reserve_output_tokens is not None:
-            _whole("reserve_output_tokens", self.reserve_output_tokens)
-        timeout = self.batch_timeout_s
-        if not isinstance(timeout, numbers.Real) or math.isnan(timeout) or timeout < 0:
-            raise ValueError(f"batch_timeout_s: {timeout!r} is not allowed; give a number >= 0 "
-                             "(math.inf waits for a full batch)")
-        if self.kind == "continuous" and self.chunked_prefill and self.fixed_shape is None \
-                and self.token_budget < self.max_batch:
-            raise ValueError(f"token_budget: {self.token_budget} is below max_batch "
-                             f"({self.max_batch}); chunked prefill needs room for one decode "
-                             "token per running request")
-        if self.fixed_shape is not None:
-            if self.kind != "continuous" or self.chunked_prefill:
-                raise ValueError("fixed_shape: a fixed-shape server is modelled with continuous "
-                                 "batching and chunked_prefill=False")
-            if self.max_batch > self.fixed_shape.batch_buckets[-1]:
-                raise ValueError(f"max_batch: {self.max_batch} is above the largest compiled "
-                                 f"batch ({self.fixed_shape.batch_buckets[-1]})")
-
-
-# --------------------------------------------------------------------------------------
-# The closed form of a run of decode steps
-# --------------------------------------------------------------------------------------
-
-
-def _compute_bound_steps(m0: float, m1: float, c: float) -> float:
-    """How many steps, from the first, have compute ``c`` above memory ``m0 + m1 j``."""
-    if c <= m0:
-        return 0
-    if m1 <= 0:
-        return math.inf
-    return math.ceil((c - m0) / m1)
-
-
-def _elapsed(k: int, m0: float, m1: float, c: float, f: float, js: float) -> float:
-    """Total time of steps ``j = 0 .. k-1`` of ``max(m0 + m1 j, c) + f``."""
-    first = min(k, js)
-    total = first * (c + f)
-    if k > js:
-        m = k - js
-        total += m * (m0 + f + m1 * js) + m1 * m * (m - 1) / 2
-    return total
-
-
-def _advance(m0: float, m1: float, c: float, f: float, k_max: int, tau: float) -> tuple[int, float]:
-    """Run up to ``k_max`` decode steps, stopping early at the first step that ends at or
-    after ``tau`` seconds from now. Returns the steps run and the time they took.
-
-    Step ``j`` takes ``max(m0 + m1 j, c) + f``: memory time grows by ``m1`` per step
-    as every running request's cache grows by one token; compute ``c`` and the
-    rest ``f`` are fixed while the batch is. The sum is piecewise quadratic in
-    ``k`` and is inverted exactly, so a long run costs as little as a short one.
-    """
-    js = _compute_bound_steps(m0, m1, c)
-    total = _elapsed(k_max, m0, m1, c, f, js)
-    if total < tau:
-        return k_max, total
-    # The first k with elapsed(k) >= tau: solve in whichever regime tau falls.
-    if js >= 1 and tau <= min(js, k_max) * (c + f):
-        k = max(1, math.ceil(tau / (c + f)))
-    else:
-        rest = tau - js * (c + f)
-        linear = m0 + f + m1 * js - m1 / 2
-        if m1 > 0:
-            k = js + math.ceil((-linear + math.sqrt(linear * linear + 2 * m1 * rest)) / m1)
-        else:
-            k = js + math.ceil(rest / linear)
-    k = int(min(max(k, 1), k_max))
-    while k > 1 and _elapsed(k - 1, m0, m1, c, f, js) >= tau:
-        k -= 1
-    while k < k_max and _elapsed(k, m0, m1, c, f, js) < tau:
-        k += 1
-    return k, _elapsed(k, m0, m1, c, f, js)
 
 
 # --------------------------------------------------------------------------------------
@@ -497,412 +337,34 @@ def simulate(rep: Replica, requests: Requests, scheduler: Scheduler | None = Non
             PAGED_WATERMARK_FRACTION * capacity) > capacity:
         raise ValueError(f"requests: a request of {longest} tokens (prompt + output) does not "
                          f"fit in the KV capacity of {capacity} tokens of {rep.name}")
-    if sch.kind == "static":
-        return _simulate_static(rep, requests, sch)
-    return _simulate_continuous(rep, requests, sch)
+    engine = (StaticEngine if sch.kind == "static" else ContinuousEngine)(rep, requests, sch)
+    record = engine.run()
+    if sch.disaggregated is not None:
+        record.arrival = requests.arrival_s.tolist()  # the engine saw when caches arrived
+    return _result(rep, requests, sch, record)
 
 
-def _result(rep, requests, sch, arrival, first, finish, preempt, segments, busy,
-            computed, wasted, join, final_tokens, history) -> SimResult:
+def _result(rep: Replica, requests: Requests, sch: Scheduler, record: Record) -> SimResult:
     return SimResult(
-        arrival_s=np.asarray(arrival, dtype=float),
-        first_token_s=np.asarray(first, dtype=float),
-        finish_s=np.asarray(finish, dtype=float),
+        arrival_s=np.asarray(record.arrival, dtype=float),
+        first_token_s=np.asarray(record.first, dtype=float),
+        finish_s=np.asarray(record.finish, dtype=float),
         prompt_tokens=np.asarray(requests.prompt_tokens, dtype=np.int64),
         output_tokens=np.asarray(requests.output_tokens, dtype=np.int64),
-        preemptions=np.asarray(preempt, dtype=np.int64),
-        steps=int(sum(segment[1] for segment in segments)),
-        busy_s=float(busy),
-        computed_tokens=int(computed),
-        wasted_tokens=int(wasted),
+        preemptions=np.asarray(record.preempt, dtype=np.int64),
+        steps=int(sum(segment[1] for segment in record.segments)),
+        busy_s=float(record.busy),
+        computed_tokens=int(record.computed),
+        wasted_tokens=int(record.wasted),
         kv_capacity_tokens=rep.kv_capacity_tokens,
         compute_s_per_token=float(rep.matmul_s(1)),
         scheduler=sch,
         replica_name=rep.name,
-        _segments=segments,
-        _join_step=np.asarray(join, dtype=np.int64),
-        _final_tokens=np.asarray(final_tokens, dtype=np.int64),
-        _history=history,
+        _segments=record.segments,
+        _join_step=np.asarray(record.join, dtype=np.int64),
+        _final_tokens=np.asarray(record.final_tokens, dtype=np.int64),
+        _history=record.history,
     )
-
-
-def _simulate_continuous(rep: Replica, requests: Requests, sch: Scheduler) -> SimResult:
-    step_time = rep.step_function()
-    kv_s = rep.kv_s_per_token
-    n = len(requests)
-    prompt = requests.prompt_tokens.tolist()
-    out = requests.output_tokens.tolist()
-    arrival = [math.nan] * n
-    first = [math.nan] * n
-    finish = [math.nan] * n
-    preempt = [0] * n
-    join_step = [-1] * n
-    final_tokens = [0] * n
-    history: dict[int, list] = {}
-
-    capacity = rep.kv_capacity_tokens
-    max_batch = sch.max_batch
-    budget = sch.token_budget
-    chunked = sch.chunked_prefill
-    shape = sch.fixed_shape
-    paged = sch.kv_policy == "paged" and shape is None
-    # Like vLLM, admit only while a sliver of the cache stays free for the running requests
-    # to grow into; without it a paged server thrashes, admitting and preempting in turn.
-    watermark = int(PAGED_WATERMARK_FRACTION * capacity)
-    if shape is not None:
-        slot_tokens = shape.context_tokens
-    else:
-        reserve_out = (sch.reserve_output_tokens if sch.reserve_output_tokens is not None
-                       else int(np.max(requests.output_tokens)))
-        slot_tokens = 0
-
-    # Arrivals: a queue of (time, index). A closed loop sends request k + users when one finishes.
-    incoming: deque = deque()
-    if requests.kind == "closed":
-        users = min(requests.concurrency, n)
-        for i in range(users):
-            incoming.append((0.0, i))
-        next_closed = users
-    else:
-        incoming.extend(zip(requests.arrival_s.tolist(), range(n), strict=True))
-        next_closed = n
-
-    cur_prompt = list(prompt)    # tokens to prefill at the next admission (grows on preemption)
-    remaining = list(out)        # output tokens still to produce
-    reserved = [0] * n           # KV tokens held by a request (reserve policy)
-    ctx_at_join = [0] * n
-    rem_at_join = [0] * n
-    epoch = [0] * n
-
-    waiting: deque = deque()
-    prefilling: deque = deque()  # [index, prompt tokens done] (chunked prefill)
-    running: dict[int, int] = {}  # index -> decode step at which it joined (insertion order)
-    retire: list = []             # heap of (decode step at which it finishes, index, epoch)
-    n_run = 0
-    ctx_sum = 0                   # context tokens of the running requests
-    kv_used = 0                   # KV tokens held (paged: ctx + prefilling prompts)
-    decode_steps = 0
-    t = 0.0
-    busy = 0.0
-    computed = 0
-    wasted = 0
-    segments: list = []
-    done = 0
-    admitting = 0                 # prompts taken into the prefill step being formed
-
-    def can_admit(i: int) -> bool:
-        if n_run + len(prefilling) + admitting >= max_batch:
-            return False
-        if shape is not None:
-            return kv_used + slot_tokens <= capacity
-        if paged:
-            return kv_used + cur_prompt[i] + 1 + watermark <= capacity
-        return kv_used + cur_prompt[i] + reserve_out <= capacity
-
-    def hold(i: int) -> int:
-        if shape is not None:
-            return slot_tokens
-        if paged:
-            return cur_prompt[i]
-        return cur_prompt[i] + reserve_out
-
-    def finish_request(i: int, when: float) -> None:
-        nonlocal next_closed, done
-        finish[i] = when
-        done += 1
-        if next_closed < n:
-            incoming.append((when, next_closed))
-            next_closed += 1
-
-    def prefill_done(i: int, when: float) -> None:
-        """Request i's prefill ended at ``when``: it has a token; it joins the batch or finishes."""
-        nonlocal n_run, ctx_sum, kv_used
-        if math.isnan(first[i]):
-            first[i] = when
-        if preempt[i]:
-            history[i].append(("prefill", when, 0))
-        remaining[i] -= 1
-        if paged:
-            kv_used -= cur_prompt[i]
-        if remaining[i] == 0:
-            if not paged:
-                kv_used -= reserved[i]
-            finish_request(i, when)
-            return
-        running[i] = decode_steps
-        join_step[i] = decode_steps
-        final_tokens[i] = remaining[i]
-        ctx_at_join[i] = cur_prompt[i] + 1
-        rem_at_join[i] = remaining[i]
-        n_run += 1
-        ctx_sum += cur_prompt[i] + 1
-        if paged:
-            kv_used += cur_prompt[i] + 1
-        heapq.heappush(retire, (decode_steps + remaining[i], i, epoch[i]))
-
-    def retire_due(when: float) -> None:
-        nonlocal n_run, ctx_sum, kv_used
-        while retire and retire[0][0] <= decode_steps:
-            _, i, stamp = heapq.heappop(retire)
-            if stamp != epoch[i]:
-                continue
-            del running[i]
-            n_run -= 1
-            context = ctx_at_join[i] + rem_at_join[i]
-            ctx_sum -= context
-            kv_used -= context if paged else reserved[i]
-            remaining[i] = 0
-            finish_request(i, when)
-
-    def preempt_last() -> None:
-        """Drop the most recently admitted running request's cache and queue it again."""
-        nonlocal n_run, ctx_sum, kv_used
-        i = next(reversed(running))
-        joined = running.pop(i)
-        produced = decode_steps - joined
-        context = ctx_at_join[i] + produced
-        n_run -= 1
-        ctx_sum -= context
-        kv_used -= context
-        epoch[i] += 1
-        preempt[i] += 1
-        record = history.setdefault(i, [("prefill", first[i], 0)])
-        if produced:
-            record.append(("decode", joined + 1, decode_steps))
-        remaining[i] = rem_at_join[i] - produced
-        cur_prompt[i] = context
-        join_step[i] = -1
-        final_tokens[i] = 0
-        waiting.appendleft(i)
-
-    while done < n:
-        # Everything that has arrived by now joins the queue.
-        while incoming and incoming[0][0] <= t:
-            when, i = incoming.popleft()
-            arrival[i] = when
-            waiting.append(i)
-
-        if n_run == 0 and not prefilling and not waiting:
-            if not incoming:
-                raise RuntimeError("simulation stalled with requests left")  # cannot happen
-            t = max(t, incoming[0][0])
-            continue
-
-        admissible = bool(waiting) and can_admit(waiting[0])
-
-        if chunked and (prefilling or admissible):
-            # One mixed step: a decode token per running request, prompt chunks in the rest.
-            if paged:
-                while n_run and kv_used + n_run > capacity:
-                    preempt_last()
-            room = budget - n_run
-            chunk_tokens = 0
-            chunk_ctx = 0
-            chunk_pairs = 0  # causal (query, key) pairs of the prompt pieces
-            finished_prefill = []
-            for entry in prefilling:
-                if room <= 0:
-                    break
-                i, done_tokens = entry
-                take = min(cur_prompt[i] - done_tokens, room)
-                entry[1] = done_tokens + take
-                room -= take
-                chunk_tokens += take
-                chunk_ctx += done_tokens + take
-                chunk_pairs += take * done_tokens + take * (take + 1) // 2
-            while room > 0 and waiting and can_admit(waiting[0]):
-                i = waiting.popleft()
-                take = min(cur_prompt[i], room)
-                reserved[i] = hold(i)
-                kv_used += reserved[i]
-                prefilling.append([i, take])
-                room -= take
-                chunk_tokens += take
-                chunk_ctx += take
-                chunk_pairs += take * (take + 1) // 2
-            tokens = n_run + chunk_tokens
-            step = step_time(tokens, ctx_sum + chunk_ctx, ctx_sum + chunk_pairs)
-            segments.append((t, 1, step, 0.0, 0.0, 0.0, n_run, chunk_tokens, decode_steps))
-            t += step
-            busy += step
-            computed += tokens
-            if n_run:
-                decode_steps += 1
-                ctx_sum += n_run
-                if paged:
-                    kv_used += n_run
-                retire_due(t)
-            while prefilling and prefilling[0][1] >= cur_prompt[prefilling[0][0]]:
-                finished_prefill.append(prefilling.popleft()[0])
-            for i in finished_prefill:
-                prefill_done(i, t)
-            continue
-
-        if not chunked and admissible:
-            # One prefill-only step for as many admissible prompts as the budget takes;
-            # the running requests wait for it.
-            batch_prompts = []
-            tokens = 0
-            pairs = 0
-            while waiting and can_admit(waiting[0]):
-                i = waiting[0]
-                size = shape.pad_prompt(cur_prompt[i]) if shape is not None else cur_prompt[i]
-                if batch_prompts and tokens + size > budget:
-                    break
-                waiting.popleft()
-                reserved[i] = hold(i)
-                kv_used += reserved[i]
-                batch_prompts.append(i)
-                admitting += 1
-                tokens += size
-                pairs += size * (size + 1) // 2
-            admitting = 0
-            useful = sum(cur_prompt[i] for i in batch_prompts)
-            step = step_time(tokens, tokens, pairs)
-            segments.append((t, 1, step, 0.0, 0.0, 0.0, 0, tokens, decode_steps))
-            t += step
-            busy += step
-            computed += tokens
-            wasted += tokens - useful
-            for i in batch_prompts:
-                prefill_done(i, t)
-            continue
-
-        # A run of decode-only steps until the next event.
-        if n_run == 0:
-            raise RuntimeError("simulate: no request running and none admissible; "
-                               "this is a bug in the simulator")
-        while retire[0][2] != epoch[retire[0][1]]:
-            heapq.heappop(retire)  # left behind by a preempted request
-        k_max = retire[0][0] - decode_steps
-        if paged:
-            if kv_used + n_run > capacity:
-                preempt_last()
-                continue
-            k_max = min(k_max, (capacity - kv_used) // n_run)
-        # Stop at the next arrival only if it could be admitted then; otherwise it waits anyway.
-        tau = math.inf
-        if not waiting and incoming and n_run + len(prefilling) < max_batch:
-            tau = incoming[0][0] - t
-        # Between events a decode step's time is linear in the context, which grows by
-        # one token per running request per step: m0 + m1 j for the j-th step.
-        if shape is not None:
-            batch = shape.pad_batch(n_run)
-            m0 = step_time(batch, batch * slot_tokens, batch * slot_tokens)
-            m1 = 0.0
-            wasted_per_step = batch - n_run
-        else:
-            batch = n_run
-            m0 = step_time(n_run, ctx_sum, ctx_sum)
-            m1 = kv_s * n_run
-            wasted_per_step = 0
-        k, elapsed = _advance(m0, m1, 0.0, 0.0, k_max, tau)
-        segments.append((t, k, m0, m1, 0.0, 0.0, n_run, 0, decode_steps))
-        t += elapsed
-        busy += elapsed
-        computed += k * batch
-        wasted += k * wasted_per_step
-        decode_steps += k
-        ctx_sum += k * n_run
-        if paged:
-            kv_used += k * n_run
-        retire_due(t)
-
-    return _result(rep, requests, sch, arrival, first, finish, preempt, segments, busy,
-                   computed, wasted, join_step, final_tokens, history)
-
-
-def _simulate_static(rep: Replica, requests: Requests, sch: Scheduler) -> SimResult:
-    step_time = rep.step_function()
-    kv_s = rep.kv_s_per_token
-    n = len(requests)
-    prompt = requests.prompt_tokens.tolist()
-    out = requests.output_tokens.tolist()
-    capacity = rep.kv_capacity_tokens
-    reserve_out = (sch.reserve_output_tokens if sch.reserve_output_tokens is not None
-                   else int(np.max(requests.output_tokens)))
-    arrival = [math.nan] * n
-    first = [math.nan] * n
-    finish = [math.nan] * n
-    join_step = [-1] * n
-    incoming: deque = deque()
-    closed = requests.kind == "closed"
-    if closed:
-        users = min(requests.concurrency, n)
-        incoming.extend((0.0, i) for i in range(users))
-        next_closed = users
-    else:
-        incoming.extend(zip(requests.arrival_s.tolist(), range(n), strict=True))
-        next_closed = n
-    waiting: deque = deque()
-    segments: list = []
-    t = 0.0
-    busy = 0.0
-    computed = 0
-    wasted = 0
-    decode_steps = 0
-    done = 0
-    while done < n:
-        while incoming and incoming[0][0] <= t:
-            when, i = incoming.popleft()
-            arrival[i] = when
-            waiting.append(i)
-        if not waiting:
-            t = max(t, incoming[0][0])
-            continue
-        full = len(waiting) >= sch.max_batch
-        nothing_more = not incoming
-        timed_out = t - arrival[waiting[0]] >= sch.batch_timeout_s
-        if not (full or nothing_more or timed_out):
-            # Wait for the next arrival or the head's timeout, whichever is first.
-            t = min(incoming[0][0], arrival[waiting[0]] + sch.batch_timeout_s)
-            continue
-        # Take the longest prefix of the queue whose padded rectangle of cache fits.
-        size = min(sch.max_batch, len(waiting))
-        members = [waiting[j] for j in range(size)]
-        while size > 1 and size * (max(prompt[i] for i in members[:size]) + reserve_out) > capacity:
-            size -= 1
-        members = members[:size]
-        for _ in range(size):
-            waiting.popleft()
-        longest_prompt = max(prompt[i] for i in members)
-        tokens = size * longest_prompt
-        step = step_time(tokens, tokens, size * longest_prompt * (longest_prompt + 1) // 2)
-        segments.append((t, 1, step, 0.0, 0.0, 0.0, 0, tokens, decode_steps))
-        t += step
-        busy += step
-        computed += tokens
-        wasted += tokens - sum(prompt[i] for i in members)
-        for i in members:
-            first[i] = t
-        longest_out = max(out[i] for i in members)
-        steps_needed = longest_out - 1
-        if steps_needed:
-            context = size * (longest_prompt + 1)
-            m0 = step_time(size, context, context)
-            m1 = kv_s * size
-            segments.append((t, steps_needed, m0, m1, 0.0, 0.0, size, 0, decode_steps))
-            for i in members:
-                join_step[i] = decode_steps
-                finish[i] = t + _elapsed(out[i] - 1, m0, m1, 0.0, 0.0, 0)
-            elapsed = _elapsed(steps_needed, m0, m1, 0.0, 0.0, 0)
-            t += elapsed
-            busy += elapsed
-            computed += size * steps_needed
-            wasted += sum(longest_out - out[i] for i in members)
-            decode_steps += steps_needed
-        else:
-            for i in members:
-                finish[i] = t
-        done += size
-        if closed:
-            for when in sorted(finish[i] for i in members):
-                if next_closed < n:
-                    incoming.append((when, next_closed))
-                    next_closed += 1
-    final_tokens = [count - 1 for count in out]
-    return _result(rep, requests, sch, arrival, first, finish, [0] * n, segments, busy,
-                   computed, wasted, join_step, final_tokens, {})
 
 
 # --------------------------------------------------------------------------------------

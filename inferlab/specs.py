@@ -111,7 +111,8 @@ def chip(name: str) -> Chip:
         fp4_flop_per_s=scaled("fp4_dense_tflop_per_s", TERA),
         int8_op_per_s=scaled("int8_dense_top_per_s", TERA),
         link_bytes_per_s=scaled("scaleup_gb_per_s_per_direction", GB),
-        domain_chips=0 if math.isnan(row["scaleup_domain_chips"]) else int(row["scaleup_domain_chips"]),
+        domain_chips=(0 if math.isnan(row["scaleup_domain_chips"])
+                      else int(row["scaleup_domain_chips"])),
         scaleout_bytes_per_s=scaled("scaleout_gb_per_s_per_direction", GB),
         source=row["source"],
     )

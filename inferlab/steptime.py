@@ -222,32 +222,38 @@ class Replica:
         fixed = self.step_overhead_s
         model = self.layout.model
         dense_weights = self.weight_bytes / bandwidth
-        if model.experts > 1:
-            def weights(tokens: float) -> float:
-                return float(self.weights_s(max(tokens, 1)))
-        else:
-            def weights(tokens: float) -> float:
-                return dense_weights
         p = self.tp
-        if p > 1:
-            per_token = model.hidden_size * ACTIVATION_BYTES / self.link_bytes_per_s
-            count = model.layers * ALLREDUCES_PER_LAYER
-            latency = self.allreduce_latency_s
-            one_shot, two_shot = (p - 1) * per_token, 2 * (p - 1) / p * per_token
+        count = model.layers * ALLREDUCES_PER_LAYER
+        per_token = model.hidden_size * ACTIVATION_BYTES / self.link_bytes_per_s
+        latency = self.allreduce_latency_s
+        one_shot, two_shot = (p - 1) * per_token, 2 * (p - 1) / p * per_token
+        moe = model.experts > 1
 
-            def comm(tokens: float) -> float:
-                return count * min(latency + one_shot * tokens, 2 * latency + two_shot * tokens)
-        else:
-            def comm(tokens: float) -> float:
-                return 0.0
+        # One closure for the common case (a dense model), so that the simulator's inner
+        # loop pays for no further calls; the general one handles experts and all-reduces.
+        if not moe and p == 1:
+            def step(tokens: float, context_read: float, pairs: float) -> float:
+                work = matmul * tokens
+                gemm = (dense_weights + hidden * work if dense_weights > work
+                        else work + hidden * dense_weights)
+                attention = kv_read * context_read
+                if pair * pairs > attention:
+                    attention = pair * pairs
+                return gemm + attention + fixed
+
+            return step
 
         def step(tokens: float, context_read: float, pairs: float) -> float:
-            read, work = weights(tokens), matmul * tokens
+            read = float(self.weights_s(max(tokens, 1))) if moe else dense_weights
+            work = matmul * tokens
             gemm = read + hidden * work if read > work else work + hidden * read
             attention = kv_read * context_read
             if pair * pairs > attention:
                 attention = pair * pairs
-            return gemm + attention + comm(tokens) + fixed
+            comm = 0.0
+            if p > 1:
+                comm = count * min(latency + one_shot * tokens, 2 * latency + two_shot * tokens)
+            return gemm + attention + comm + fixed
 
         return step
 

@@ -16,6 +16,7 @@ from inferlab.capacity import (
     weight_bytes,
 )
 from inferlab.data import result
+from inferlab.feasibility import Infeasible, layout
 from inferlab.roofline import model_decode_floor
 
 GB = 1e9
@@ -60,6 +61,7 @@ def test_ex_bw_tpu_819_gb_s_against_800_gib_s():
     assert (at_800gib / at_819 - 1) * 100 == pytest.approx(4.88, abs=0.01)
     tpu = specs.chip("Google TPU v5e (per chip)")
     assert weight_bytes(l31_8b.params_total, "int8") <= tpu.memory_capacity_bytes
+    layout(l31_8b, tpu, "int8").check(1, 1)  # fits after the reserve too
 
 
 def test_ex_bw_gqa_full_context_cache():
@@ -84,6 +86,13 @@ def test_ex_bw_cerebras_h100_count():
         >= claim
     assert roofline.decode_floor(w, (needed - 1) * H100.memory_bandwidth_bytes_per_s) \
         .per_user_tok_s < claim
+    # The chapter's answer: no NVLink domain of H100s is that large, so the split is refused.
+    assert needed > H100.domain_chips
+    with pytest.raises(Infeasible) as refusal:
+        layout(specs.model("Llama 3.1 70B"), H100, "bf16", tp=needed)
+    assert refusal.value.kind == "domain"
+    layout(specs.model("Llama 3.1 70B"), H100, "bf16", tp=H100.domain_chips)
+    assert specs.chip("Cerebras WSE-3").memory_capacity_bytes < w
 
 
 def test_ex_bw_ridge_batch_and_kv_limit():
@@ -101,15 +110,45 @@ def test_ex_bw_ridge_batch_and_kv_limit():
 
 
 def test_ex_bw_tp_where_splitting_stops_paying():
-    def step(tp):
-        return parallel.tensor_parallel_step(
-            weight_bytes(LLAMA2_70B.params_total, "fp16"), H100.memory_bandwidth_bytes_per_s, tp,
-            layers=LLAMA2_70B.layers, hidden_size=LLAMA2_70B.hidden_size,
-            link_bytes_per_s=H100.interconnect_bytes_per_s, hop_latency_s=1e-6)
+    gb200 = specs.chip("NVIDIA GB200 (per GPU)")
+    weights = weight_bytes(LLAMA2_70B.params_total, "fp16")
 
-    split = {tp: step(tp) for tp in (1, 2, 4, 8, 16, 32, 64)}
-    first = next(tp for tp, s in split.items() if s.allreduce_s > s.memory_s)
-    best = max(split, key=lambda tp: split[tp].per_user_tok_s)
-    assert first == 16
-    assert best == 16
-    assert split[best].per_user_tok_s == pytest.approx(135.5, abs=0.1)
+    def step(tp, algorithm):
+        layout(LLAMA2_70B, gb200, "fp16", tp=tp).check(1, 1)  # fits, inside the NVL72 domain
+        ring = parallel.tensor_parallel_step(
+            weights, gb200.memory_bandwidth_bytes_per_s, tp, layers=LLAMA2_70B.layers,
+            hidden_size=LLAMA2_70B.hidden_size, link_bytes_per_s=gb200.link_bytes_per_s,
+            hop_latency_s=1e-6)
+        if algorithm == "ring":
+            return ring
+        one = parallel.allreduce_s(LLAMA2_70B.hidden_size * 2, tp, gb200.link_bytes_per_s,
+                                   1e-6, algorithm)
+        return parallel.TensorParallelStep(tp, ring.memory_s, ring.allreduces * one,
+                                           ring.allreduces)
+
+    assert gb200.link_bytes_per_s == 900e9 and gb200.domain_chips == 72
+    answers = {}
+    for algorithm in ("ring", "best"):
+        split = {tp: step(tp, algorithm) for tp in (1, 2, 4, 8, 16, 32, 64)}
+        first = next(tp for tp, s in split.items() if s.allreduce_s > s.memory_s)
+        best = max(split, key=lambda tp: split[tp].per_user_tok_s)
+        answers[algorithm] = (first, best, split[best].per_user_tok_s)
+    assert answers["ring"][:2] == (8, 8)
+    assert answers["ring"][2] == pytest.approx(227.2, abs=0.1)
+    assert answers["best"][:2] == (64, 64)
+    assert answers["best"][2] == pytest.approx(1680.2, abs=0.1)
+    # One hop instead of 2 (tp - 1): the best split is several times faster than the ring's.
+    assert answers["best"][2] > 7 * answers["ring"][2]
+
+
+def test_bw_tp_sweep_stops_at_the_domain():
+    """The chapter's tensor-parallel figure: H100 up to 8, Inferentia2 up to 12, refused beyond."""
+    inf2 = specs.chip("AWS Inferentia2 (per chip)")
+    for chip, domain in ((H100, 8), (inf2, 12)):
+        assert chip.domain_chips == domain
+        layout(LLAMA2_70B, chip, "fp16", tp=domain)
+        with pytest.raises(Infeasible) as refusal:
+            layout(LLAMA2_70B, chip, "fp16", tp=domain + 1)
+        assert refusal.value.kind == "domain"
+    assert H100.link_bytes_per_s == 450e9  # per direction: half the quoted 900 GB/s
+    assert H100.link_bytes_per_s / H100.scaleout_bytes_per_s == pytest.approx(9)

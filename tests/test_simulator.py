@@ -307,3 +307,56 @@ def test_rescaling_poisson_arrivals_keeps_the_requests_and_sets_the_rate():
         base.at_rate(0)
     with pytest.raises(ValueError, match="kind"):
         make_requests(10, Lengths(10), Lengths(10), arrival="all_at_once").at_rate(1.0)
+
+
+def test_static_batching_with_a_timeout_finishes_under_overload():
+    """(a + b) - a can fall short of b: the wait for a timed-out batch must not loop for ever."""
+    rep = replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8", memory_efficiency=0.65,
+                  compute_efficiency=0.65, step_overhead_s=1e-3)
+    requests = make_requests(3000, Lengths(300, cv=1.0, max_tokens=1024),
+                             Lengths(294, cv=1.0, max_tokens=1024), rate_per_s=30.0, seed=3)
+    run = sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=64,
+                                                    batch_timeout_s=0.5))
+    assert np.all(np.isfinite(run.finish_s))
+
+
+def _pool(rep, servers=1):
+    return sim.PrefillPool(prefill_s=rep.prefill_s, kv_bytes_per_token=rep.kv_bytes_per_token,
+                           transfer_bytes_per_s=50e9, servers=servers)
+
+
+def test_disaggregated_decode_steps_carry_no_prompt_work_and_ttft_is_queue_plus_prefill():
+    rep = replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8", memory_efficiency=0.8,
+                  compute_efficiency=0.8, step_overhead_s=1e-3)
+    requests = make_requests(400, Lengths(300, cv=1.0, max_tokens=1024),
+                             Lengths(200, cv=1.0, max_tokens=1024), rate_per_s=4.0, seed=5)
+    run = sim.simulate(rep, requests, sim.Scheduler(disaggregated=_pool(rep)))
+    assert np.all(run.step_prefill_tokens == 0)
+    # A request alone on an idle pool gets its first token after exactly its own prefill.
+    first = 0
+    assert run.ttft_s[first] == pytest.approx(float(rep.prefill_s(requests.prompt_tokens[first])))
+    assert np.all(run.ttft_s >= rep.prefill_s(requests.prompt_tokens) - 1e-12)
+    assert np.array_equal(run.arrival_s, requests.arrival_s)
+
+
+def test_disaggregation_protects_tpot_from_prefill_interference():
+    rep = replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8", memory_efficiency=0.8,
+                  compute_efficiency=0.8, step_overhead_s=1e-3)
+    requests = make_requests(1500, Lengths(1000, cv=0.5, max_tokens=4000),
+                             Lengths(150, cv=0.5, max_tokens=1000), rate_per_s=6.0, seed=6)
+    mixed = sim.simulate(rep, requests, sim.Scheduler(max_batch=256, token_budget=4096))
+    split = sim.simulate(rep, requests, sim.Scheduler(max_batch=256, disaggregated=_pool(rep, 2)))
+    assert split.percentile("tpot", 99) < mixed.percentile("tpot", 99)
+
+
+def test_a_prefill_pool_refuses_what_it_cannot_use():
+    rep = replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8")
+    with pytest.raises(ValueError, match="transfer_bytes_per_s"):
+        sim.PrefillPool(rep.prefill_s, rep.kv_bytes_per_token, 0.0)
+    with pytest.raises(ValueError, match="servers"):
+        sim.PrefillPool(rep.prefill_s, rep.kv_bytes_per_token, 1e9, servers=0)
+    with pytest.raises(ValueError, match="disaggregated"):
+        sim.Scheduler(kind="static", disaggregated=_pool(rep))
+    closed = make_requests(10, Lengths(100), Lengths(10), arrival="closed", concurrency=2)
+    with pytest.raises(ValueError, match="open-loop"):
+        sim.simulate(rep, closed, sim.Scheduler(disaggregated=_pool(rep)))

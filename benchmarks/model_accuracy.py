@@ -1,0 +1,121 @@
+"""Score the serving model against every audited MLPerf Llama 2 70B result in data/.
+
+    python benchmarks/model_accuracy.py [--rules fit|mlperf]
+
+Each row of ``data/mlperf_llama2_70b.csv`` whose software the book models
+(:data:`inferlab.calibration.STACK_OF`) and whose accelerator is in
+``data/hardware.csv`` is grouped with the rows it cannot be told apart from
+(same accelerator, count, weight format, scenario and stack: several submitters
+run the same eight GPUs). Each group is predicted once with
+:func:`inferlab.predict.predict` and compared with the median of its reported
+values, so that a configuration many vendors submitted counts once. Groups that
+hold a row a stack was fitted on (``fitted_on`` in ``data/stacks.csv``) are
+reported but left out of the score.
+
+Printed: one line per group, the rows skipped and why, the Server-to-Interactive
+drop of every system that ran both (reported against modelled, in percentage
+points), and last
+
+    median_abs_error=E groups=N max_drop_error_points=P pairs=M
+
+Targets (issue 13): E <= 0.15 over groups not used for calibration, every drop
+within 8 points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import time
+
+from inferlab import specs
+from inferlab.calibration import row_stack, stack, stacks
+from inferlab.data import load_table
+from inferlab.feasibility import Infeasible
+from inferlab.loadgen import mlperf_rules
+from inferlab.predict import FIT_RULES, predict
+
+
+def groups(table):
+    """The modelled groups ``{key: [rows]}`` and the skipped rows ``[(id, reason)]``."""
+    known = set(specs.chips())
+    found, skipped = {}, []
+    for row in table.to_dict("records"):
+        name = row_stack(row["software"], row["precision"])
+        if name is None:
+            skipped.append((row["id"], f"software {row['software']!r} at {row['precision']} "
+                                       "is not a modelled stack"))
+            continue
+        if row["accelerator"] not in known:
+            skipped.append((row["id"], f"accelerator {row['accelerator']!r} is not in "
+                                       "data/hardware.csv"))
+            continue
+        key = (row["accelerator"], int(row["accelerators"]), row["precision"],
+               row["scenario"], name)
+        found.setdefault(key, []).append(row)
+    return found, skipped
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rules", choices=("fit", "mlperf"), default="fit",
+                        help="fit: the calibration's 120 s runs; mlperf: the real 600 s rules")
+    args = parser.parse_args()
+    rules = FIT_RULES if args.rules == "fit" else mlperf_rules()
+    table = load_table("mlperf_llama2_70b")
+    fitted = {row_id for known in stacks().values() for row_id in known.fitted_on}
+    found, skipped = groups(table)
+    predicted, scored = {}, []
+    start = time.perf_counter()
+    for key, rows in sorted(found.items()):
+        chip, chips, precision, scenario, name = key
+        reported = statistics.median(row["tokens_per_s"] for row in rows)
+        try:
+            result = predict(chip, chips, "Llama 2 70B", precision, scenario,
+                             stack=stack(name), rules=rules)
+        except (Infeasible, ValueError) as error:
+            skipped.extend((row["id"], f"not predicted: {error}") for row in rows)
+            continue
+        predicted[key] = result.tokens_per_s
+        error = result.tokens_per_s / reported - 1
+        used = any(row["id"] in fitted for row in rows)
+        if not used:
+            scored.append(abs(error))
+        print(f"{'fitted' if used else 'predicted':9s} {chips:3d} x {chip:<44s} {precision} "
+              f"{scenario:<11s} reported {reported:10,.0f} ({len(rows)} rows) modelled "
+              f"{result.tokens_per_s:10,.0f} {error:+6.1%} tp={result.tp}", flush=True)
+    print(f"predicted {len(predicted)} groups in {time.perf_counter() - start:.0f} s")
+    for row_id, reason in skipped:
+        print(f"skipped {row_id}: {reason}")
+
+    # Every system that ran both Server and Interactive in the same round.
+    by_system = {}
+    for row in table.to_dict("records"):
+        by_system.setdefault((row["round"], row["submitter"], row["accelerator"],
+                              int(row["accelerators"]), row["precision"], row["software"]),
+                             {})[row["scenario"]] = row
+    drops = []
+    for (rnd, submitter, chip, chips, precision, software), scenarios in sorted(by_system.items()):
+        if not {"Server", "Interactive"} <= set(scenarios):
+            continue
+        name = row_stack(software, precision)
+        server_key = (chip, chips, precision, "Server", name)
+        inter_key = (chip, chips, precision, "Interactive", name)
+        if server_key not in predicted or inter_key not in predicted:
+            continue
+        server, inter = scenarios["Server"], scenarios["Interactive"]
+        reported = 1 - inter["tokens_per_s"] / server["tokens_per_s"]
+        modelled = 1 - predicted[inter_key] / predicted[server_key]
+        points = (modelled - reported) * 100
+        drops.append(abs(points))
+        print(f"drop {rnd} {submitter:<14s} {chips} x {chip:<18s} reported {reported:5.1%} "
+              f"modelled {modelled:5.1%} ({points:+.1f} points)")
+    median = statistics.median(scored) if scored else math.nan
+    worst = max(drops) if drops else math.nan
+    print(f"median_abs_error={median:.3f} groups={len(scored)} "
+          f"max_drop_error_points={worst:.1f} pairs={len(drops)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""The feasibility layer refuses what cannot run, says why and by how much; sweeps stop there."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from inferlab import feasibility as fz
+from inferlab.capacity import ACTIVATION_RESERVE_FRACTION, kv_bytes_per_token, weight_bytes
+from inferlab.parallel import chip_spread
+from inferlab.specs import chip, model
+
+H200 = "NVIDIA H200 SXM"
+H100 = "NVIDIA H100 SXM"
+
+
+def test_batch_1024_at_1000_tokens_on_one_h200_is_refused_for_capacity_with_the_shortfall():
+    lay = fz.layout("Llama 2 70B", H200, "fp8")
+    with pytest.raises(fz.Infeasible) as error:
+        lay.check(1024, 1000)
+    assert error.value.kind == "capacity"
+    message = str(error.value)
+    assert "167.8 GB of KV cache" in message and "at most 353 such requests fit" in message
+    # The same layout holds exactly that many, and not one more.
+    assert lay.max_batch(1000) == 353
+    lay.check(353, 1000)
+    with pytest.raises(fz.Infeasible):
+        lay.check(354, 1000)
+
+
+def test_capacity_arithmetic_is_weights_plus_cache_plus_reserve():
+    lay = fz.layout("Llama 2 70B", H200, "fp8")
+    spec, hw = model("Llama 2 70B"), chip(H200)
+    free = hw.memory_capacity_bytes * (1 - ACTIVATION_RESERVE_FRACTION) - spec.params_total
+    assert lay.kv_capacity_tokens == math.floor(free / kv_bytes_per_token(spec, "fp8"))
+
+
+def test_a_context_beyond_the_models_limit_is_refused():
+    lay = fz.layout("Llama 2 70B", H200, "fp8")
+    with pytest.raises(fz.Infeasible, match=r"131,072 exceeds Llama 2 70B's context limit of "
+                                            r"4,096 tokens \(by 126,976\)") as error:
+        lay.check(16, 131_072)
+    assert error.value.kind == "context"
+    assert lay.max_context(16) == 4096  # the model's limit binds before the cache does
+    assert lay.max_context(1000) == lay.kv_capacity_tokens // 1000
+
+
+def test_tensor_parallelism_stays_inside_the_scale_up_domain():
+    with pytest.raises(fz.Infeasible, match="exceeds the 8-chip scale-up domain") as error:
+        fz.layout("Llama 2 70B", H100, "fp8", tp=16)
+    assert error.value.kind == "domain"
+    with pytest.raises(fz.Infeasible, match="12-chip scale-up domain"):
+        fz.layout("Llama 2 70B", "AWS Inferentia2 (per chip)", "bf16", tp=32)
+    # Pipeline stages may cross domains over the scale-out network.
+    assert fz.layout("Llama 3.1 405B", H100, "bf16", tp=8, pp=2).chips == 16
+
+
+def test_weights_that_do_not_fit_name_the_chips_needed():
+    with pytest.raises(fz.Infeasible, match="needs at least 4 chips") as error:
+        fz.layout("Llama 3.1 70B", "Cerebras WSE-3", "bf16")
+    assert error.value.kind == "capacity"
+    assert fz.fewest_chips("Llama 3.1 70B", "Cerebras WSE-3", "bf16") == 4
+    assert fz.layout("Llama 3.1 70B", "Cerebras WSE-3", "bf16", pp=4).chips == 4
+
+
+def test_max_batch_is_the_edge_of_the_feasible_region():
+    lay = fz.layout("Llama 2 70B", H200, "fp8")
+    for context in (128, 1000, 4096):
+        edge = lay.max_batch(context)
+        lay.check(edge, context)
+        with pytest.raises(fz.Infeasible):
+            lay.check(edge + 1, context)
+
+
+def test_more_memory_never_shrinks_the_feasible_batch():
+    contexts = np.array([256, 1024, 4096])
+    small = np.array([fz.layout("Llama 2 70B", H100, "fp8").max_batch(c) for c in contexts])
+    large = np.array([fz.layout("Llama 2 70B", H200, "fp8").max_batch(c) for c in contexts])
+    assert np.all(large >= small)
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(ValueError, match="tp"):
+        fz.layout("Llama 2 70B", H200, tp=0)
+    with pytest.raises(ValueError, match="reserve_fraction"):
+        fz.layout("Llama 2 70B", H200, reserve_fraction=1.0)
+    with pytest.raises(ValueError, match="batch"):
+        fz.layout("Llama 2 70B", H200).check(0, 100)
+    with pytest.raises(ValueError, match="context_tokens"):
+        fz.layout("Llama 2 70B", H200).check(1, -5)
+    with pytest.raises(TypeError, match="chip"):
+        fz.layout("Llama 2 70B", 3.5)
+
+
+def test_pipelined_chips_are_bounded_by_one_chips_bandwidth_whatever_their_count():
+    groq = "Groq LPU (GroqChip)"
+    few = chip_spread("Llama 2 70B", groq, "int8")
+    many = chip_spread("Llama 2 70B", groq, "int8", chips=2 * few.chips)
+    bandwidth = chip(groq).memory_bandwidth_bytes_per_s
+    expected = bandwidth / weight_bytes(model("Llama 2 70B").params_total, "int8")
+    assert few.pipeline_tok_s == pytest.approx(expected)  # ~1.2k tok/s
+    assert many.pipeline_tok_s == pytest.approx(few.pipeline_tok_s)
+    assert many.tensor_parallel_tok_s == pytest.approx(2 * few.tensor_parallel_tok_s)
+    assert few.tensor_parallel_tok_s > 100 * few.pipeline_tok_s
+    with pytest.raises(fz.Infeasible, match="needs at least"):
+        chip_spread("Llama 2 70B", groq, "int8", chips=10)

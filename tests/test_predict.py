@@ -1,0 +1,119 @@
+"""The MLPerf predictor: its command line, its refusals, and the calibration it stands on."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+
+import pytest
+
+from inferlab import specs
+from inferlab.calibration import Stack, stack, stacks
+from inferlab.data import load_table
+from inferlab.feasibility import Infeasible
+from inferlab.predict import FIT_RULES, peak_batch, predict, tp_options
+
+QUICK = ["--scale", "0.05"]
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "inferlab.predict", *args],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_list_chips_prints_every_chip_one_a_line():
+    done = run_cli("--list-chips")
+    assert done.returncode == 0
+    assert done.stdout.splitlines() == specs.chips()
+
+
+def test_json_gives_tokens_per_s_and_validity():
+    done = run_cli("--chip", "NVIDIA H200 SXM", "--chips", "8", "--precision", "fp8",
+                   "--scenario", "Offline", "--json", *QUICK)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["valid"] is False  # a run scaled to 5 % is too short to be valid
+    assert found["tokens_per_s"] > 10_000 and found["chips"] == 8
+    assert found["tp"] * found["replicas"] == 8
+
+
+def test_an_impossible_configuration_exits_non_zero_with_the_reason():
+    done = run_cli("--chip", "NVIDIA H100 SXM", "--chips", "1", "--precision", "fp16",
+                   "--scenario", "Offline", *QUICK)
+    assert done.returncode == 2
+    assert "needs at least 2 chips" in done.stderr
+    done = run_cli("--chip", "No Such Chip", "--chips", "8", *QUICK)
+    assert done.returncode == 2 and "unknown chip" in done.stderr
+
+
+def test_csv_in_csv_out_writes_one_result_row_per_configuration(tmp_path):
+    source = tmp_path / "in.csv"
+    source.write_text("chip,chips,model,precision,scenario\n"
+                      "NVIDIA H200 SXM,8,Llama 2 70B,fp8,Offline\n"
+                      "NVIDIA B200,8,Llama 2 70B,fp4,Offline\n", encoding="utf-8")
+    out = tmp_path / "out.csv"
+    done = run_cli("--csv", str(source), "--out", str(out), *QUICK)
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert [row["chip"] for row in rows] == ["NVIDIA H200 SXM", "NVIDIA B200"]
+    assert all(float(row["tokens_per_s"]) > 0 and row["valid"] in ("yes", "no") for row in rows)
+    # A bad row is named by its line.
+    source.write_text("chip,chips,model,precision,scenario\nNVIDIA H200 SXM,x,Llama 2 70B,fp8,"
+                      "Offline\n", encoding="utf-8")
+    done = run_cli("--csv", str(source), "--out", str(out), *QUICK)
+    assert done.returncode == 2 and "line 2, column 'chips'" in done.stderr
+
+
+def test_tensor_parallel_options_fit_and_divide_the_system():
+    assert tp_options("NVIDIA H200 SXM", 8, "Llama 2 70B", "fp8") == [1, 2, 4, 8]
+    assert tp_options("NVIDIA H100 SXM", 8, "Llama 2 70B", "fp16") == [2, 4, 8]
+    assert tp_options("NVIDIA H100 SXM", 16, "Llama 2 70B", "fp16") == [2, 4, 8]
+    with pytest.raises(Infeasible, match="needs at least"):
+        tp_options("NVIDIA L40S", 1, "Llama 2 70B", "fp8")
+
+
+def test_unknown_model_and_scenario_are_refused():
+    with pytest.raises(ValueError, match="model"):
+        predict("NVIDIA H200 SXM", 8, "Llama 3.1 8B")
+    with pytest.raises(ValueError, match="scenario"):
+        predict("NVIDIA H200 SXM", 8, scenario="Burst")
+
+
+def test_peak_batch_counts_queries_in_flight_per_replica():
+    from inferlab.loadgen import QueryLog
+    log = QueryLog([0, 0, 1, 1], [1, 1, 2, 2], [3, 3, 4, 4], [2, 2, 2, 2])
+    assert peak_batch(log, 1) == 4
+    assert peak_batch(log, 2) == 2
+
+
+@pytest.mark.parametrize("name", ["TensorRT-LLM FP8", "TensorRT-LLM FP4", "vLLM ROCm FP8"])
+def test_each_stored_stack_reproduces_its_offline_anchor(name):
+    """data/stacks.csv is the calibration's output: stale values fail here."""
+    table = load_table("mlperf_llama2_70b").set_index("id", drop=False)
+    fitted = stack(name)
+    offline = next(table.loc[i] for i in fitted.fitted_on if table.loc[i, "scenario"] == "Offline")
+    found = predict(offline["accelerator"], int(offline["accelerators"]), "Llama 2 70B",
+                    offline["precision"], "Offline", stack=fitted, rules=FIT_RULES)
+    assert found.tokens_per_s == pytest.approx(offline["tokens_per_s"], rel=0.02)
+    assert found.valid
+
+
+def test_the_hopper_stack_reproduces_its_interactive_anchor_and_a_bigger_overhead_lowers_it():
+    table = load_table("mlperf_llama2_70b").set_index("id", drop=False)
+    fitted = stack("TensorRT-LLM FP8")
+    row = next(table.loc[i] for i in fitted.fitted_on if table.loc[i, "scenario"] != "Offline")
+    args = (row["accelerator"], int(row["accelerators"]), "Llama 2 70B", row["precision"],
+            row["scenario"])
+    found = predict(*args, stack=fitted, rules=FIT_RULES)
+    assert found.valid and found.tpot_p99_s <= 0.040
+    assert found.tokens_per_s == pytest.approx(row["tokens_per_s"], rel=0.03)
+    slower = Stack("slower", fitted.compute_efficiency, fitted.step_overhead_s * 1.5)
+    assert predict(*args, stack=slower, rules=FIT_RULES).tokens_per_s < found.tokens_per_s
+
+
+def test_every_stack_names_the_rows_it_was_fitted_on():
+    ids = set(load_table("mlperf_llama2_70b")["id"])
+    for fitted in stacks().values():
+        assert len(fitted.fitted_on) == 2 and set(fitted.fitted_on) <= ids
