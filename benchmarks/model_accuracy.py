@@ -29,8 +29,7 @@ import math
 import statistics
 import time
 
-from inferlab import specs
-from inferlab.calibration import row_stack, stack, stacks
+from inferlab.calibration import row_key, scenario_pairs, stack, stacks
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible
 from inferlab.loadgen import mlperf_rules
@@ -39,21 +38,13 @@ from inferlab.predict import FIT_RULES, predict
 
 def groups(table):
     """The modelled groups ``{key: [rows]}`` and the skipped rows ``[(id, reason)]``."""
-    known = set(specs.chips())
     found, skipped = {}, []
     for row in table.to_dict("records"):
-        name = row_stack(row["software"], row["precision"])
-        if name is None:
-            skipped.append((row["id"], f"software {row['software']!r} at {row['precision']} "
-                                       "is not a modelled stack"))
-            continue
-        if row["accelerator"] not in known:
-            skipped.append((row["id"], f"accelerator {row['accelerator']!r} is not in "
-                                       "data/hardware.csv"))
-            continue
-        key = (row["accelerator"], int(row["accelerators"]), row["precision"],
-               row["scenario"], name)
-        found.setdefault(key, []).append(row)
+        key, reason = row_key(row)
+        if key is None:
+            skipped.append((row["id"], reason))
+        else:
+            found.setdefault(key, []).append(row)
     return found, skipped
 
 
@@ -90,27 +81,17 @@ def main() -> None:
         print(f"skipped {row_id}: {reason}")
 
     # Every system that ran both Server and Interactive in the same round.
-    by_system = {}
-    for row in table.to_dict("records"):
-        by_system.setdefault((row["round"], row["submitter"], row["accelerator"],
-                              int(row["accelerators"]), row["precision"], row["software"]),
-                             {})[row["scenario"]] = row
     drops = []
-    for (rnd, submitter, chip, chips, precision, software), scenarios in sorted(by_system.items()):
-        if not {"Server", "Interactive"} <= set(scenarios):
-            continue
-        name = row_stack(software, precision)
-        server_key = (chip, chips, precision, "Server", name)
-        inter_key = (chip, chips, precision, "Interactive", name)
+    for pair in scenario_pairs(table):
+        server_key, inter_key = pair["server_key"], pair["interactive_key"]
         if server_key not in predicted or inter_key not in predicted:
             continue
-        server, inter = scenarios["Server"], scenarios["Interactive"]
-        reported = 1 - inter["tokens_per_s"] / server["tokens_per_s"]
         modelled = 1 - predicted[inter_key] / predicted[server_key]
-        points = (modelled - reported) * 100
+        points = (modelled - pair["drop"]) * 100
         drops.append(abs(points))
-        print(f"drop {rnd} {submitter:<14s} {chips} x {chip:<18s} reported {reported:5.1%} "
-              f"modelled {modelled:5.1%} ({points:+.1f} points)")
+        print(f"drop {pair['round']} {pair['submitter']:<14s} {pair['accelerators']} x "
+              f"{pair['accelerator']:<18s} reported {pair['drop']:5.1%} modelled {modelled:5.1%} "
+              f"({points:+.1f} points)")
     median = statistics.median(scored) if scored else math.nan
     worst = max(drops) if drops else math.nan
     print(f"median_abs_error={median:.3f} groups={len(scored)} "

@@ -58,6 +58,11 @@ class Stack:
     allreduce_latency_s: float = ASSUMED["allreduce_latency_s"]
     fitted_on: tuple[str, ...] = ()
 
+    def scheduler(self, accelerator: str, scenario: str):
+        """The serving engine this stack runs on ``accelerator`` for ``scenario``, from a
+        submission's own configuration files (:func:`engine_settings`)."""
+        return engine_scheduler(self.name, accelerator, scenario)
+
     def replica_parameters(self) -> dict[str, float]:
         """The keyword arguments :func:`inferlab.steptime.replica` takes from a stack."""
         return {"memory_efficiency": self.memory_efficiency,
@@ -91,6 +96,68 @@ def row_stack(software: str, precision: str) -> str | None:
     """
     base = "TensorRT-LLM" if software.startswith("TensorRT-LLM") else software
     return STACK_OF.get((base, precision))
+
+
+#: Whose configuration files each stack's engine settings are read from (rows of
+#: ``data/mlperf_engine_configs.csv``), by accelerator; ``None`` is the stack's default.
+#: Several systems are searched in order for a scenario the first one did not run.
+ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] = {
+    "TensorRT-LLM FP8": {None: (("v5.0", "NVIDIA", "H200-SXM-141GBx8_TRT"),)},
+    "TensorRT-LLM FP4": {None: (("v5.0", "NVIDIA", "B200-SXM-180GBx8_TRT"),)},
+    "vLLM ROCm FP8": {
+        None: (("v5.1", "AMD", "8xMI325X_2xEPYC_9575F_1"),
+               ("v5.1", "AMD", "8xMI325X_2xEPYC_9575F_2")),
+        "AMD MI300X": (("v5.1", "AMD", "8xMI300X_2xEPYC_9575F"),),
+    },
+}
+
+#: The engine a stack without a reference runs: continuous batching, chunked prefill,
+#: up to 2,048 requests and 2,048 tokens per step per replica.
+DEFAULT_ENGINE = {"max_batch": 2048, "token_budget": 2048, "chunked_prefill": True}
+
+
+@cache
+def _engine_rows() -> dict[tuple[str, str, str, str], dict]:
+    frame = load_table("mlperf_engine_configs")
+    return {(row["round"], row["submitter"], row["system"], row["scenario"]): row
+            for row in frame.to_dict("records")}
+
+
+def engine_settings(stack_name: str, accelerator: str, scenario: str) -> dict:
+    """The engine settings ``stack_name`` runs ``scenario`` with on ``accelerator``.
+
+    Read from the reference submission's configuration (:data:`ENGINE_REFERENCE`):
+    ``max_batch`` (requests per engine), ``token_budget`` (tokens per step, decode and
+    prompt together: TensorRT-LLM's ``max_num_tokens``, vLLM's
+    ``max_num_batched_tokens``) and ``chunked_prefill``, plus ``source``. A chunked
+    engine can run at most one decode token per request per step, so its batch is
+    capped at the token budget. "not recorded" chunking (v5.0 Interactive files) is
+    taken as on, as the same engines' v5.1 files set it. Stacks or scenarios without a
+    reference get :data:`DEFAULT_ENGINE`.
+    """
+    references = ENGINE_REFERENCE.get(stack_name, {})
+    systems = references.get(accelerator, references.get(None, ()))
+    rows = _engine_rows()
+    for rnd, submitter, system in systems:
+        row = rows.get((rnd, submitter, system, scenario))
+        if row is None:
+            continue
+        chunked = row["chunked_prefill"] != "no"
+        batch = int(row["max_batch"])
+        budget = int(row["max_tokens_per_step"])
+        return {"max_batch": min(batch, budget) if chunked else batch,
+                "token_budget": budget, "chunked_prefill": chunked,
+                "source": f"{rnd} {submitter} {system} {scenario}"}
+    return {**DEFAULT_ENGINE, "source": "the book's default engine"}
+
+
+def engine_scheduler(stack_name: str, accelerator: str, scenario: str):
+    """:func:`engine_settings` as the simulator's :class:`~inferlab.scheduler.Scheduler`."""
+    from inferlab.scheduler import Scheduler
+
+    settings = engine_settings(stack_name, accelerator, scenario)
+    return Scheduler(max_batch=settings["max_batch"], token_budget=settings["token_budget"],
+                     chunked_prefill=settings["chunked_prefill"])
 
 
 @cache
@@ -135,3 +202,51 @@ def relative_error(predicted: float, reported: float) -> float:
     if not (math.isfinite(predicted) and math.isfinite(reported)) or reported <= 0:
         return math.nan
     return predicted / reported - 1
+
+
+# --------------------------------------------------------------------------------------
+# The audited rows, grouped as the model sees them
+# --------------------------------------------------------------------------------------
+
+
+def row_key(row: dict) -> tuple[tuple | None, str]:
+    """The model's key for an audited row, ``(accelerator, count, format, scenario, stack)``,
+    or ``None`` and the reason it is not modelled (its software, or an unknown accelerator).
+
+    Rows with equal keys cannot be told apart by the model: several submitters ran the
+    same eight GPUs with the same stack. They are predicted once.
+    """
+    name = row_stack(row["software"], row["precision"])
+    if name is None:
+        return None, (f"software {row['software']!r} at {row['precision']} is not a "
+                      "modelled stack")
+    if row["accelerator"] not in specs.chips():
+        return None, f"accelerator {row['accelerator']!r} is not in data/hardware.csv"
+    return (row["accelerator"], int(row["accelerators"]), row["precision"], row["scenario"],
+            name), ""
+
+
+def scenario_pairs(table) -> list[dict]:
+    """Every system that ran both Server and Interactive in one round, with its drop.
+
+    Each entry holds the round, submitter, system, the model's keys of both rows,
+    both reported figures and ``drop = 1 - Interactive / Server``.
+    """
+    by_system: dict[tuple, dict] = {}
+    for row in table.to_dict("records"):
+        system = (row["round"], row["submitter"], row["accelerator"], int(row["accelerators"]),
+                  row["precision"], row["software"])
+        by_system.setdefault(system, {})[row["scenario"]] = row
+    pairs = []
+    for (rnd, submitter, chip, chips, precision, _), rows in sorted(by_system.items()):
+        if not {"Server", "Interactive"} <= set(rows):
+            continue
+        server, inter = rows["Server"], rows["Interactive"]
+        pairs.append({
+            "round": rnd, "submitter": submitter, "accelerator": chip, "accelerators": chips,
+            "precision": precision, "server_id": server["id"], "interactive_id": inter["id"],
+            "server_key": row_key(server)[0], "interactive_key": row_key(inter)[0],
+            "server_tok_s": server["tokens_per_s"], "interactive_tok_s": inter["tokens_per_s"],
+            "drop": 1 - inter["tokens_per_s"] / server["tokens_per_s"],
+        })
+    return pairs

@@ -121,6 +121,24 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "source": _text(),
         "note": _text(required=False),
     },
+    "mlperf_engine_configs": {
+        "round": _text(allowed=("v4.1", "v5.0", "v5.1")),
+        "submitter": _text(),
+        "system": _text(),
+        "accelerator": _text(),
+        "scenario": _text(allowed=("Offline", "Server", "Interactive")),
+        "tp": _integer(),
+        "pp": _integer(),
+        "max_batch": _integer(),
+        "max_tokens_per_step": _integer(),
+        "chunked_prefill": _text(allowed=("yes", "no", "not recorded")),
+        "weights": _text(allowed=("fp16", "bf16", "fp8", "fp4", "int4")),
+        "kv_cache": _text(),
+        "cuda_graphs": _text(allowed=("yes", "no")),
+        "target_qps": _number(),
+        "source": _text(),
+        "note": _text(required=False),
+    },
     "stacks": {
         "name": _text(),
         "compute_efficiency": _number(),
@@ -143,6 +161,18 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "source": _text(),
         "note": _text(required=False),
     },
+}
+
+
+#: The columns that identify a row of each table: no two rows may share them.
+KEYS: dict[str, tuple[str, ...]] = {
+    "hardware": ("name",),
+    "models": ("name",),
+    "results": ("id",),
+    "mlperf_llama2_70b": ("id",),
+    "mlperf_engine_configs": ("round", "submitter", "system", "scenario"),
+    "stacks": ("name",),
+    "leaderboard": ("rank", "model", "provider"),
 }
 
 
@@ -226,11 +256,12 @@ def load_table(name: str, data_dir: Path | str | None = None) -> pd.DataFrame:
                     ) from None
             records.append(record)
     frame = pd.DataFrame.from_records(records, columns=list(schema))
-    key = "id" if "id" in schema else "name" if name != "leaderboard" else None
-    if key is not None:
-        duplicated = frame[key][frame[key].duplicated()]
-        if not duplicated.empty:
-            raise DataError(f"{path}, column {key!r}: duplicate value {duplicated.iloc[0]!r}")
+    key = list(KEYS[name])
+    duplicated = frame[frame.duplicated(subset=key)]
+    if not duplicated.empty:
+        value = tuple(duplicated.iloc[0][key]) if len(key) > 1 else duplicated.iloc[0][key[0]]
+        columns = ", ".join(repr(column) for column in key)
+        raise DataError(f"{path}, column {columns}: duplicate value {value!r}")
     return frame
 
 

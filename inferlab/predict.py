@@ -20,7 +20,10 @@ time. Like a submitter tuning a configuration, it keeps the width with the best
 valid result.
 
 The software stack's parameters (efficiencies, fixed cost per step) come from
-:mod:`inferlab.calibration` unless a :class:`~inferlab.calibration.Stack` is given.
+:mod:`inferlab.calibration` unless a :class:`~inferlab.calibration.Stack` is given;
+its engine settings per scenario (batch limit, tokens per step, chunked prefill)
+come from a submission's own configuration files
+(:func:`inferlab.calibration.engine_settings`).
 A configuration that cannot run exits with status 2 and the feasibility layer's
 reason.
 
@@ -53,15 +56,10 @@ from inferlab.loadgen import (
     mlperf_rules,
     run_scenario,
 )
-from inferlab.simulator import Scheduler
 from inferlab.steptime import replica
 
 #: The LoadGen benchmark of each model the predictor knows a workload for.
 BENCHMARKS = {"Llama 2 70B": "llama2-70b"}
-
-#: The serving engine the predictions assume: continuous batching with chunked prefill,
-#: paged KV cache, up to 2,048 requests and 2,048 tokens per step per replica.
-SCHEDULER = Scheduler(max_batch=2048, token_budget=2048)
 
 #: MLPerf's rules with the minimum duration cut to 120 s (the Offline sample count kept at
 #: 24,576, so Offline runs stay long enough for their drain not to matter): what the
@@ -188,7 +186,8 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     best = None
     for tp in widths:
         rep = replica(model, hw, tp, precision, **stack.replica_parameters())
-        system = System(f"{chips} x {hw.name}, tp={tp}", rep, chips // tp, SCHEDULER)
+        system = System(f"{chips} x {hw.name}, tp={tp}", rep, chips // tp,
+                        stack.scheduler(hw.name, scenario))
         rate = None
         if scenario in ("Server", "Interactive"):
             search = find_server_rate(system, scenario, workload=workload, model=benchmark,

@@ -42,8 +42,9 @@ the batch.
 
 Speed. Between two events (an admission, a retirement, a preemption) a decode
 step's time is an exact closed form of the context growth, ``m0 + m1 j`` for the
-``j``-th step (the attention term grows with the context), so the simulation advances over all those steps at once
-(:func:`inferlab.scheduler.advance`). Only steps that prefill are simulated one by one.
+``j``-th step (the attention term grows with the context), so the simulation
+advances over all those steps at once (:func:`inferlab.scheduler.advance`). Only
+steps that prefill are simulated one by one.
 
 Assumptions: one replica; each step's time is the step-time model's, which
 depends on what the step holds (its decode batch, its prompt chunks, the

@@ -68,7 +68,7 @@ def fit(name: str, offline: dict, bounded: dict) -> Stack:
     high = 0.98 * most
     try:
         overhead = bisect(bounded_at, bounded["tokens_per_s"], OVERHEAD_RANGE[0], high,
-                          iterations=10, increasing=False)
+                          iterations=9, increasing=False)
         edge = ""
     except ValueError as error:
         # The two anchors cannot both be met: keep the fixed cost that comes closest
