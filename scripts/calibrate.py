@@ -96,8 +96,9 @@ def main(argv=None) -> int:
             kept = {row["name"]: row for row in csv.DictReader(handle)}
     rows = []
     for name, (offline_id, bounded_id) in ANCHORS.items():
-        if args.stack and name not in args.stack and name in kept:
-            rows.append(kept[name])
+        if args.stack and name not in args.stack:
+            if name in kept:
+                rows.append(kept[name])
             continue
         print(f"fitting {name} on {offline_id} and {bounded_id}", flush=True)
         found, edge = fit(name, table.loc[offline_id].to_dict(),
@@ -116,6 +117,14 @@ def main(argv=None) -> int:
                     "latency-bound row; memory_efficiency, overlap and allreduce_latency_us "
                     "are assumed (inferlab.calibration.ASSUMED)." + edge,
         })
+    # Another calibration may have written its stacks meanwhile: keep them.
+    if path.is_file():
+        with path.open(newline="", encoding="utf-8") as handle:
+            now = {row["name"]: row for row in csv.DictReader(handle)}
+        fitted = {row["name"]: row for row in rows
+                  if not args.stack or row["name"] in args.stack}
+        rows = [fitted.get(name, now.get(name)) for name in ANCHORS
+                if name in fitted or name in now]
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
         writer.writeheader()
