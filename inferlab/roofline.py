@@ -41,6 +41,7 @@ from inferlab.capacity import (
     kv_bytes_per_token,
     weight_bytes,
 )
+from inferlab.feasibility import check_context
 from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
 from inferlab.widgets import Explorer, register
 
@@ -205,8 +206,12 @@ def model_decode_floor(
     stored at ``kv_precision`` (default: the weights' precision, except 4-bit
     weights, whose cache is kept at 8 bits).
 
+    A context beyond the model's limit raises ``Infeasible`` (``"context"``).
+
     Used in chapter 'The memory-bandwidth floor'.
     """
+    if context_tokens:
+        check_context(model, math.ceil(context_tokens))
     params = model.params_active if use_active_params else model.params_total
     if kv_precision is None:
         kv_precision = default_kv_precision(precision)
@@ -428,6 +433,7 @@ def throughput_at_max_batch(
 
     if not isinstance(chips, numbers.Integral) or isinstance(chips, bool) or chips < 1:
         raise ValueError(f"chips: {chips!r} is not allowed; give a whole number >= 1")
+    check_context(model, context_tokens)
     weights = weight_bytes(model.params_total, precision)
     per_token = kv_bytes_per_token(model, precision)
     batch = max_batch(chips * chip.memory_capacity_bytes, weights, per_token, context_tokens,

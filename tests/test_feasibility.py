@@ -106,3 +106,13 @@ def test_pipelined_chips_are_bounded_by_one_chips_bandwidth_whatever_their_count
     assert few.tensor_parallel_tok_s > 100 * few.pipeline_tok_s
     with pytest.raises(fz.Infeasible, match="needs at least"):
         chip_spread("Llama 2 70B", groq, "int8", chips=10)
+
+
+def test_floors_refuse_contexts_beyond_the_models_limit():
+    from inferlab.roofline import model_decode_floor, throughput_at_max_batch
+    spec = model("Llama 2 70B")
+    with pytest.raises(fz.Infeasible, match="context limit"):
+        model_decode_floor(spec, "fp8", 4.8e12, context_tokens=131_072, batch=16)
+    with pytest.raises(fz.Infeasible, match="context limit"):
+        throughput_at_max_batch(chip(H200), spec, "fp8", 8192)
+    assert model_decode_floor(spec, "fp8", 4.8e12, context_tokens=4096).step_s > 0

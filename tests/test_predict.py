@@ -117,3 +117,27 @@ def test_every_stack_names_the_rows_it_was_fitted_on():
     ids = set(load_table("mlperf_llama2_70b")["id"])
     for fitted in stacks().values():
         assert len(fitted.fitted_on) == 2 and set(fitted.fitted_on) <= ids
+
+
+def test_engine_settings_come_from_the_submitters_own_configuration():
+    from inferlab.calibration import engine_scheduler, engine_settings
+    server = engine_settings("TensorRT-LLM FP8", "NVIDIA H200 SXM", "Server")
+    inter = engine_settings("TensorRT-LLM FP8", "NVIDIA H200 SXM", "Interactive")
+    # NVIDIA's v5.0 H200 files: 1,536 tokens per Server step, 256 per Interactive one.
+    assert (server["token_budget"], inter["token_budget"]) == (1536, 256)
+    assert inter["max_batch"] == 256  # a chunked step holds one decode token per request
+    amd = engine_settings("vLLM ROCm FP8", "AMD MI300X", "Interactive")
+    assert amd["chunked_prefill"] is False and amd["max_batch"] == 600
+    assert engine_scheduler("vLLM ROCm FP8", "AMD MI300X", "Server").chunked_prefill is False
+    unknown = engine_settings("hand-made", "NVIDIA H200 SXM", "Server")
+    assert unknown["source"] == "the book's default engine"
+
+
+def test_scenario_pairs_are_the_systems_that_ran_both_bounded_scenarios():
+    from inferlab.calibration import scenario_pairs
+    pairs = scenario_pairs(load_table("mlperf_llama2_70b"))
+    nebius = next(p for p in pairs if p["submitter"] == "Nebius"
+                  and p["accelerator"] == "NVIDIA B200")
+    assert nebius["drop"] == pytest.approx(1 - 59622.73 / 101610.58)
+    assert all(0 < p["drop"] < 1 for p in pairs)
+    assert nebius["server_key"][:4] == ("NVIDIA B200", 8, "fp4", "Server")
