@@ -12,8 +12,13 @@ the last line exactly as
 
     requests_per_second_simulated=R
 
-(target: at least 10,000 on the book's 2-core machine). Further figures are
-printed before that line; to add one, append a function to ``MEASUREMENTS``.
+(target: at least 100,000 on the book's 2-core machine, with the four-term step
+model of :mod:`inferlab.steptime`). The line before it is
+
+    server_search_seconds=S
+
+for one LoadGen Server-rate search under MLPerf's full rules (target: at most
+5). To add a figure, append a function to ``MEASUREMENTS``.
 """
 
 from __future__ import annotations
