@@ -5,19 +5,24 @@ Four families of inference hardware, each with a reference chip from
 
 - **GPU** (H100/H200, B200, MI300X): flexible, no compile step, continuous batching;
   latency is *statistical* because the batch is decided at run time.
-- **Fixed-function** (AWS Inferentia2 with Neuron, Google TPU v5e with XLA): the
-  model is compiled ahead of time for fixed shapes, so each change of model,
-  precision or shape costs a recompilation and requests are padded to compiled
-  lengths.
+- **Fixed-shape** (AWS Inferentia2 with Neuron, Google TPU v5e with XLA; the data's
+  family label is ``fixed-function``): programmable chips whose compilers build the
+  model ahead of time for static shapes, so each change of model, precision or
+  shape costs a recompilation and requests are padded to compiled lengths.
 - **LPU** (Groq): weights in on-chip SRAM, a compile-time schedule, *deterministic*
   latency; tiny memory per chip, so hundreds of chips per model.
-- **Dataflow and wafer-scale** (Cerebras WSE-3; SambaNova and Tenstorrent have no
-  row in the data): weights in SRAM on very large parts; earlier stage, fewer
-  published results.
+- **Dataflow and wafer-scale** (Cerebras WSE-3, SambaNova SN40L, Tenstorrent): the
+  model's graph laid out over many compute units. Only Cerebras keeps the weights
+  in SRAM (on the wafer); SambaNova's SN40L keeps them in HBM and DDR behind its
+  on-chip SRAM, Tenstorrent's cards in GDDR6. Only Cerebras has a row in the data,
+  so the family is computed with it.
 
 The functions compute what each family does well and what it gives up, for a
-workload: weights-only chip counts (:mod:`inferlab.capacity`), single-stream
-ceilings (:mod:`inferlab.roofline`), the cost of recompiling fixed shapes,
+workload: the layout that holds the model (:mod:`inferlab.feasibility`, which
+refuses what does not fit), the batch-1 decode bounds of that layout
+(:func:`inferlab.parallel.chip_spread`: the ideal tensor-parallel split inside
+one scale-up domain for HBM nodes; for SRAM chips, the range between a pipeline
+and an ideal split over every chip), the cost of recompiling fixed shapes,
 padding waste for a prompt-length distribution, and the latency spread of a
 runtime-scheduled against a fixed-shape server (:mod:`inferlab.simulator`).
 :func:`decide` turns them into the families that fit, each reason carrying its
@@ -30,7 +35,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import matplotlib.pyplot as plt
@@ -41,12 +46,13 @@ from inferlab import specs
 from inferlab.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     BYTES_PER_PARAM,
-    chips_to_hold,
     weight_bytes,
 )
 from inferlab.data import load_table
+from inferlab.feasibility import Infeasible, Layout, fewest_chips, layout
+from inferlab.parallel import ChipSpread, chip_spread
 from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
-from inferlab.roofline import model_decode_floor, throughput_at_max_batch
+from inferlab.roofline import params_read
 from inferlab.simulator import (
     EXPLORER_OUTPUT_MEAN,
     EXPLORER_PROMPT,
@@ -67,14 +73,15 @@ FAMILIES = ("gpu", "fixed-function", "lpu", "dataflow")
 #: How each family is named in prose and figures.
 FAMILY_LABELS: dict[str, str] = {
     "gpu": "GPU",
-    "fixed-function": "Fixed-function",
+    "fixed-function": "Fixed-shape",
     "lpu": "Groq LPU",
     "dataflow": "Dataflow / wafer-scale",
 }
 
 #: The row of ``data/hardware.csv`` each family is computed with. TPU v5e is the other
-#: fixed-function row; SambaNova and Tenstorrent have none, so the dataflow family is
-#: computed with Cerebras WSE-3, the one SRAM dataflow part the table holds.
+#: fixed-shape row; SambaNova and Tenstorrent have none, so the dataflow family is
+#: computed with Cerebras WSE-3, the one dataflow part the table holds (and the only one
+#: of the three that keeps its weights in SRAM).
 FAMILY_CHIPS: dict[str, str] = {
     "gpu": "NVIDIA H200 SXM",
     "fixed-function": "AWS Inferentia2 (per chip)",
@@ -82,19 +89,28 @@ FAMILY_CHIPS: dict[str, str] = {
     "dataflow": "Cerebras WSE-3",
 }
 
-#: The chips one serving node offers to a single stream (an ideal tensor-parallel split
-#: over all of them): an 8-GPU server, an inf2.48xlarge with 12 Inferentia2 chips.
+#: The chips one serving node offers to a single stream, split tensor-parallel inside
+#: its scale-up domain: an 8-GPU HGX board, an inf2.48xlarge with 12 Inferentia2 chips.
 #: ``None``: the family spreads a model over as many chips as it takes to hold it.
 NODE_CHIPS: dict[str, int | None] = {"gpu": 8, "fixed-function": 12, "lpu": None,
                                      "dataflow": None}
+
+#: How each family lays a model out over the chips it uses. ``"tensor"``: every layer
+#: split over the node, which :func:`inferlab.feasibility.layout` allows only inside
+#: one scale-up domain. ``"pipeline"``: layers in stages, one stage per chip;
+#: ``data/hardware.csv`` records no scale-up domain for Groq or Cerebras, so the
+#: feasibility layer lays them out this way (a split of layers across their chips would
+#: need a network model the book does not have).
+SPLIT: dict[str, str] = {"gpu": "tensor", "fixed-function": "tensor", "lpu": "pipeline",
+                         "dataflow": "pipeline"}
 
 #: Whether a change of model, precision or shape needs an ahead-of-time compile.
 NEEDS_COMPILE: dict[str, bool] = {"gpu": False, "fixed-function": True, "lpu": True,
                                   "dataflow": True}
 
-#: Fraction of the single-stream ceiling a good stack reaches. The batching chapter's
-#: calibration against MLPerf lands near 0.65 (``inferlab.simulator.EXPLORER_EFFICIENCY``);
-#: the same figure is used for every family, an assumption.
+#: Fraction of the single-stream ceiling a good stack reaches: the batching chapter's
+#: explorer efficiency (``inferlab.simulator.EXPLORER_EFFICIENCY``), used for every
+#: family, an assumption.
 ATTAINABLE_FRACTION = 0.65
 
 #: Minutes to compile one shape (one prompt bucket or one batch size) of a large model.
@@ -141,13 +157,15 @@ def _family(family: str) -> str:
 
 @dataclass(frozen=True)
 class FamilyFloor:
-    """One model on one family: chips to hold its weights and the single-stream ceiling.
+    """One model on one family: the layout that holds it and its batch-1 decode bounds.
 
-    ``chips_to_hold`` is the weights-only count (all ``params_total``, with
-    :data:`inferlab.capacity.ACTIVATION_RESERVE_FRACTION` held back);
-    ``chips_used`` the chips the ceiling is computed over (a node, or the chips to
-    hold); ``ceiling_tok_s`` is ``1 / floor`` of one decode step at batch 1 and no
-    context, reading the active weights over the summed bandwidth.
+    ``chips_to_hold`` is the fewest chips that hold all ``params_total`` and one
+    request's cache after the reserve (:func:`inferlab.feasibility.fewest_chips`);
+    ``layout`` the feasible layout over ``chips_used`` chips (tensor-parallel over a
+    node, or a pipeline over the chips that hold the model, :data:`SPLIT`);
+    ``spread`` its batch-1 bounds with no KV cache (:func:`batch1_spread`).
+
+    Used in chapter 'Choosing hardware'.
     """
 
     family: str
@@ -155,34 +173,100 @@ class FamilyFloor:
     precision: str
     weight_bytes: float
     chips_to_hold: int
-    chips_used: int
-    ceiling_tok_s: float
+    layout: Layout
+    spread: ChipSpread
+
+    @property
+    def chips_used(self) -> int:
+        """Chips the layout occupies."""
+        return self.layout.chips
 
     @property
     def fits_node(self) -> bool:
-        """Whether the weights fit in the chips the ceiling uses."""
+        """Whether the weights fit in the chips used (always true: the layout was checked)."""
         return self.chips_to_hold <= self.chips_used
+
+    @property
+    def pipeline_tok_s(self) -> float:
+        """Per-user bound with the layers pipelined, one stage per chip."""
+        return self.spread.pipeline_tok_s
+
+    @property
+    def tensor_parallel_tok_s(self) -> float:
+        """Per-user bound with every layer split over all the chips, communication free."""
+        return self.spread.tensor_parallel_tok_s
+
+    @property
+    def compute_tok_s(self) -> float:
+        """Per-user bound from FLOPs alone in this family's split (``nan``: no published peak)."""
+        seconds = (self.spread.compute_pipeline_s if self.layout.pp > 1
+                   else self.spread.compute_tensor_parallel_s)
+        return 1.0 / seconds if seconds == seconds else math.nan
+
+    @property
+    def ceiling_tok_s(self) -> float:
+        """The bound the family's own split allows: the ideal tensor-parallel bound on a
+        node inside its domain, the pipeline bound on a pipeline of SRAM chips."""
+        return self.pipeline_tok_s if self.layout.pp > 1 else self.tensor_parallel_tok_s
+
+    @property
+    def ceiling_name(self) -> str:
+        """What :attr:`ceiling_tok_s` is, in words."""
+        return "pipeline bound" if self.layout.pp > 1 else "ideal tensor-parallel bound"
+
+    @property
+    def binds(self) -> str:
+        """Which resource sets :attr:`ceiling_tok_s`, ``"memory"`` or ``"compute"``; where
+        ``data/hardware.csv`` publishes no peak for the precision, ``"memory"`` with the
+        caveat ``"memory (no compute peak published)"``."""
+        compute = self.compute_tok_s
+        if math.isnan(compute):
+            return "memory (no compute peak published)"
+        return "compute" if compute < self.ceiling_tok_s else "memory"
+
+
+def batch1_spread(model: str | specs.ModelSpec, chip: str | specs.Chip, precision: str,
+                  chips: int) -> ChipSpread:
+    """:func:`inferlab.parallel.chip_spread` with the bytes one batch-1 step really reads.
+
+    ``chip_spread`` reads all ``params_total`` per step. A mixture of experts at batch 1
+    reads only its dense part and the experts the token chose,
+    ``params_read(model, 1) = params_active`` (:func:`inferlab.roofline.params_read`),
+    so both memory bounds are scaled by ``params_active / params_total`` (1 for a dense
+    model). The compute bounds already follow ``params_active``.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    spec = specs.model(model) if isinstance(model, str) else model
+    spread = chip_spread(spec, chip, precision, chips=chips,
+                         reserve_fraction=ACTIVATION_RESERVE_FRACTION)
+    share = params_read(spec, 1) / spec.params_total
+    return replace(spread, memory_pipeline_s=spread.memory_pipeline_s * share,
+                   memory_tensor_parallel_s=spread.memory_tensor_parallel_s * share)
 
 
 def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp8",
-                 *, chip: str | None = None, chips: int | None = None) -> FamilyFloor:
-    """Chips to hold ``model`` at ``precision`` on ``family`` and the single-stream ceiling.
+                 *, chip: str | None = None, chips: int | None = None,
+                 context_tokens: int = 1) -> FamilyFloor:
+    """The layout of ``model`` at ``precision`` on ``family`` and its single-stream bounds.
 
-    Formula: ``chips_to_hold = ceil(weight_bytes / (capacity x (1 - reserve)))``
-    (:func:`inferlab.capacity.chips_to_hold`); ceiling ``= chips x bandwidth /
-    active weight bytes`` (:func:`inferlab.roofline.model_decode_floor`, batch 1, no
-    KV cache, an ideal split with no communication cost). The chips are ``chips`` if
-    given, else a node (:data:`NODE_CHIPS`) or, for SRAM families, the chips to hold.
-    ``chip`` overrides the family's reference row (:data:`FAMILY_CHIPS`).
+    Steps: the fewest chips that hold the weights and one request of
+    ``context_tokens`` tokens (:func:`inferlab.feasibility.fewest_chips`, 10 %
+    reserve); the chips used are ``chips`` if given, else a node
+    (:data:`NODE_CHIPS`) or, for SRAM families, the chips to hold; the layout is
+    :func:`inferlab.feasibility.layout` with the family's split (:data:`SPLIT`),
+    checked for one request of ``context_tokens``, so a configuration that does not
+    fit, or a tensor-parallel split beyond the chip's scale-up domain, raises
+    :class:`inferlab.feasibility.Infeasible`. The bounds are :func:`batch1_spread`
+    (batch 1, no KV cache, communication free). ``chip`` overrides the family's
+    reference row (:data:`FAMILY_CHIPS`).
 
     Used in chapter 'Choosing hardware'.
     """
     family = _family(family)
     spec = specs.model(model) if isinstance(model, str) else model
     hw = specs.chip(chip or FAMILY_CHIPS[family])
-    weights = weight_bytes(spec.params_total, precision)
-    hold = chips_to_hold(weights, hw.memory_capacity_bytes,
-                         reserve_fraction=ACTIVATION_RESERVE_FRACTION)
+    hold = fewest_chips(spec, hw, precision, context_tokens=context_tokens)
     if chips is None:
         node = NODE_CHIPS[family]
         used = hold if node is None else node
@@ -190,8 +274,10 @@ def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp
         if not isinstance(chips, numbers.Integral) or isinstance(chips, bool) or chips < 1:
             raise ValueError(f"chips: {chips!r} is not allowed; give a whole number >= 1")
         used = int(chips)
-    floor = model_decode_floor(spec, precision, used * hw.memory_bandwidth_bytes_per_s)
-    return FamilyFloor(family, hw.name, precision, weights, hold, used, floor.per_user_tok_s)
+    split = {"tp": used} if SPLIT[family] == "tensor" else {"pp": used}
+    held = layout(spec, hw, precision, **split).check(1, context_tokens)
+    return FamilyFloor(family, hw.name, precision, weight_bytes(spec.params_total, precision),
+                       hold, held, batch1_spread(spec, hw, precision, used))
 
 
 # --------------------------------------------------------------------------------------
@@ -362,6 +448,9 @@ def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str,
     if load >= 1:
         raise ValueError(f"load: {load!r} is not allowed; give a fraction in (0, 1)")
     server = explorer_replica()
+    # The fixed-shape server holds a full compiled batch at the compiled context: refuse
+    # (feasibility.Infeasible) a shape set the chip cannot hold.
+    server.layout.check(SIM_FIXED_SHAPE.batch_buckets[-1], SIM_FIXED_SHAPE.context_tokens)
     output = Lengths(EXPLORER_OUTPUT_MEAN, cv=1.0, min_tokens=2, max_tokens=1024)
     schedulers = {
         "gpu": Scheduler(max_batch=64),
@@ -460,10 +549,14 @@ class Workload:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One family's verdict for a workload: ``fits`` if every reason passes."""
+    """One family's verdict for a workload: ``fits`` if every reason passes.
+
+    ``floor`` is ``None`` where the family's node cannot hold the model at all
+    (the first reason then carries the feasibility layer's refusal).
+    """
 
     family: str
-    floor: FamilyFloor
+    floor: FamilyFloor | None
     reasons: tuple[Reason, ...]
 
     @property
@@ -504,32 +597,50 @@ class Decision:
 
 @cache
 def node_daily_tokens(model: str, precision: str, context_tokens: int) -> float:
-    """Output tokens one fixed-function node (12 Inferentia2 chips) can decode in a day.
+    """Output tokens one fixed-shape node (12 Inferentia2 chips) can decode in a day.
 
-    The roofline's aggregate rate at the largest batch that fits
-    (:func:`inferlab.roofline.throughput_at_max_batch`), times
-    :data:`ATTAINABLE_FRACTION`, times a day. Cached.
+    The node's layout (:func:`inferlab.feasibility.layout`, tensor-parallel over the 12
+    chips of its NeuronLink domain) gives the most requests of ``context_tokens`` tokens
+    whose cache fits (:meth:`~inferlab.feasibility.Layout.max_batch`); the step-time
+    model of an ideal stack (:func:`inferlab.steptime.replica`: weights, attention,
+    all-reduces) times one decode step of that batch. The rate is the batch over the
+    step, times :data:`ATTAINABLE_FRACTION`, times a day; 0 if the node cannot hold the
+    model. Cached.
 
     Used in chapter 'Choosing hardware'.
     """
+    from inferlab.steptime import replica
+
     chip = specs.chip(FAMILY_CHIPS["fixed-function"])
-    best = throughput_at_max_batch(chip, specs.model(model), precision, context_tokens,
-                                   chips=NODE_CHIPS["fixed-function"],
-                                   reserve_fraction=ACTIVATION_RESERVE_FRACTION)
-    return best.aggregate_tok_s * ATTAINABLE_FRACTION * DAY_S
+    tp = NODE_CHIPS["fixed-function"]
+    try:
+        node = layout(model, chip, precision, tp=tp)
+    except Infeasible:
+        return 0.0
+    batch = node.max_batch(context_tokens)
+    if batch == 0:
+        return 0.0
+    node.check(batch, context_tokens)
+    step_s = replica(model, chip, tp, precision).decode_step_s(batch, context_tokens)
+    return batch / float(step_s) * ATTAINABLE_FRACTION * DAY_S
 
 
 def _speed(floor: FamilyFloor, need: float) -> Reason:
     attainable = floor.ceiling_tok_s * ATTAINABLE_FRACTION
-    return Reason(f"single-stream ceiling x {ATTAINABLE_FRACTION:g} on {floor.chips_used} x "
-                  f"{floor.chip} vs {need:g} tok/s needed",
-                  attainable, "tok/s per user", "roofline.model_decode_floor", attainable >= need)
+    return Reason(f"{floor.ceiling_name} x {ATTAINABLE_FRACTION:g} on {floor.chips_used} x "
+                  f"{floor.chip}, bound by {floor.binds}, vs {need:g} tok/s needed",
+                  attainable, "tok/s per user", "parallel.chip_spread", attainable >= need)
 
 
-def _holds(floor: FamilyFloor) -> Reason:
-    return Reason(f"weights ({floor.weight_bytes / 1e9:,.0f} GB) need {floor.chips_to_hold} "
-                  f"chip(s); {floor.chips_used} used", floor.chips_to_hold, "chips",
-                  "capacity.chips_to_hold", floor.fits_node)
+def _holds(floor: FamilyFloor, context_tokens: int) -> Reason:
+    return Reason(f"weights ({floor.weight_bytes / 1e9:,.0f} GB) and one {context_tokens:,}-token "
+                  f"request need {floor.chips_to_hold} chip(s); {floor.chips_used} used",
+                  floor.chips_to_hold, "chips", "feasibility.layout", floor.fits_node)
+
+
+def _refused(refusal: Infeasible, chips: int) -> Reason:
+    return Reason(f"does not fit ({refusal.kind}): {refusal}", chips, "chips needed",
+                  "feasibility.layout", False)
 
 
 def _tail(family: str, allowed: float) -> Reason:
@@ -556,15 +667,20 @@ def decide(workload: Workload | None = None, **values) -> Decision:
 
     Rules, each reason carrying the number it was decided on (:class:`Reason`):
 
-    - every family: the weights fit the chips used (:func:`family_floor`), and
-      ``ATTAINABLE_FRACTION x`` its single-stream ceiling reaches ``per_user_tok_s``;
-    - GPU and fixed-function: the modelled p99/p50 of time per output token
+    - every family: the weights and one request of ``context_tokens`` fit the chips
+      used (:func:`family_floor`, which asks the feasibility layer; a refusal is the
+      reason against), and ``ATTAINABLE_FRACTION x`` its single-stream ceiling
+      reaches ``per_user_tok_s``. The ceiling is the bound the family's split allows
+      (:attr:`FamilyFloor.ceiling_tok_s`): the ideal tensor-parallel bound on a GPU or
+      Inferentia2 node, the pipeline bound on SRAM chips (a split of layers across
+      them could beat it; the book has no model of the network that would take);
+    - GPU and fixed-shape: the modelled p99/p50 of time per output token
       (:func:`latency_spread`) is within ``tail_ratio_max``; LPU: Groq's reported
       deterministic latency; dataflow: no figure, so a tail bound below the GPU's
       modelled spread rules it out until you measure it;
     - families that compile ahead of time: recompiling on every change costs at most
       :data:`MAX_COMPILE_FRACTION` of the month (:func:`recompile_cost`);
-    - fixed-function: the volume fills at least :data:`MIN_NODE_UTILISATION` of one
+    - fixed-shape: the volume fills at least :data:`MIN_NODE_UTILISATION` of one
       node's daily capacity (:func:`node_daily_tokens`), else its cost-per-token
       advantage is idle; padding waste for the prompt distribution is reported;
     - LPU and dataflow: chosen only for what a GPU node cannot give (a speed above
@@ -578,14 +694,27 @@ def decide(workload: Workload | None = None, **values) -> Decision:
     elif values:
         raise ValueError(f"values: give a workload or values, not both ({', '.join(values)})")
     need = workload.per_user_tok_s
-    floors = {family: family_floor(workload.model, family, workload.precision)
-              for family in FAMILIES}
-    gpu_attainable = floors["gpu"].ceiling_tok_s * ATTAINABLE_FRACTION
+    context = workload.context_tokens
+    floors, refusals = {}, {}
+    for family in FAMILIES:
+        try:
+            floors[family] = family_floor(workload.model, family, workload.precision,
+                                          context_tokens=context)
+        except Infeasible as refusal:
+            floors[family], refusals[family] = None, refusal
+    gpu = floors["gpu"]
+    gpu_attainable = gpu.ceiling_tok_s * ATTAINABLE_FRACTION if gpu else 0.0
     gpu_ratio, _ = tail_ratio("gpu")
     verdicts = []
     for family in FAMILIES:
         floor = floors[family]
-        reasons = [_holds(floor), _speed(floor, need), _tail(family, workload.tail_ratio_max)]
+        hold = fewest_chips(workload.model, FAMILY_CHIPS[family], workload.precision,
+                            context_tokens=context)
+        if floor is None:
+            reasons = [_refused(refusals[family], hold)]
+        else:
+            reasons = [_holds(floor, context), _speed(floor, need)]
+        reasons.append(_tail(family, workload.tail_ratio_max))
         if family == "dataflow" and workload.tail_ratio_max >= gpu_ratio:
             reasons[-1] = Reason("tail bound is loose (no family's tail matters)",
                                  workload.tail_ratio_max, "p99/p50 TPOT allowed",
@@ -598,7 +727,7 @@ def decide(workload: Workload | None = None, **values) -> Decision:
             share = workload.tokens_per_day / capacity if capacity > 0 else math.inf
             reasons.append(Reason(f"volume fills one node (capacity {capacity:,.3g} tok/day) "
                                   f"to at least {MIN_NODE_UTILISATION:.0%}", share,
-                                  "of a node", "roofline.throughput_at_max_batch",
+                                  "of a node", "choosing.node_daily_tokens",
                                   share >= MIN_NODE_UTILISATION))
             top = SIM_FIXED_SHAPE.prompt_buckets[-1]
             prompt = workload.prompt
@@ -612,8 +741,8 @@ def decide(workload: Workload | None = None, **values) -> Decision:
             tighter = workload.tail_ratio_max < gpu_ratio
             reasons.append(Reason(f"needs what a GPU node cannot give (speed above "
                                   f"{gpu_attainable:,.0f} tok/s or tail below {gpu_ratio:.2f})",
-                                  floor.chips_to_hold, "chips per copy",
-                                  "capacity.chips_to_hold", faster or tighter))
+                                  hold, "chip(s) per copy",
+                                  "feasibility.fewest_chips", faster or tighter))
         verdicts.append(Verdict(family, floor, tuple(reasons)))
     return Decision(workload, tuple(verdicts))
 
@@ -644,28 +773,42 @@ LEADERBOARD_FAMILIES: dict[str, str | None] = {
     "first-party API": None,
 }
 
-#: The HBM node the leaderboard is checked against — 8 x B200 at FP8, an ideal split with
-#: no communication cost (larger NVLink domains such as NVL72, or 4-bit weights, raise it).
+#: The leaderboard families whose chips hold the weights in on-chip SRAM. SambaNova's
+#: SN40L ("reconfigurable dataflow") keeps them in HBM and DDR behind its on-chip SRAM
+#: (Prabhakar et al., "SambaNova SN40L", arXiv:2405.07518, 2024), so plain decoding on it
+#: is bounded like any HBM machine's.
+WEIGHTS_IN_SRAM = frozenset({"LPU", "wafer-scale (WSE-3)"})
+
+#: The HBM node the leaderboard is checked against — 8 x B200 at FP8 in one NVLink
+#: domain, an ideal split with no communication cost. It is the common 8-GPU unit, not
+#: the largest the data allow: a GB200 NVL72 rack's 72-GPU domain, or 4-bit weights,
+#: raise it.
 HBM_NODE_CHIP = "NVIDIA B200"
 HBM_NODE_CHIPS = 8
 HBM_NODE_PRECISION = "fp8"
 
-#: The precision each SRAM family's own ceiling is computed at (Cerebras serves native
+#: The precision each SRAM family's own bounds are computed at (Cerebras serves native
 #: 16-bit weights per its launch claim in data/results.csv; Groq is assumed 8-bit).
 SRAM_PRECISION: dict[str, str] = {"lpu": "int8", "dataflow": "fp16"}
 
-VERDICTS = ("unknown model", "single-stream on HBM", "beyond HBM: SRAM or speculation",
-            "beyond HBM on GPUs: speculative decoding")
+VERDICTS = ("unknown model",
+            "single-stream on HBM",
+            "beyond HBM, within the SRAM pipeline bound",
+            "beyond the SRAM pipeline bound: split layers or speculation",
+            "beyond every bound: speculative decoding",
+            "beyond HBM with weights in HBM: speculative decoding")
 
 
 @dataclass(frozen=True)
 class RowCheck:
-    """One leaderboard row against the floors.
+    """One leaderboard row against the bounds.
 
     ``hbm_ceiling_tok_s``: the single-stream ceiling of the reference HBM node
-    (``HBM_NODE_CHIPS`` x :data:`HBM_NODE_CHIP` at FP8); ``family_ceiling_tok_s``
-    and ``chips_to_hold``: the row's own family, where the data has a chip for it
-    (``nan`` otherwise); ``verdict``: one of ``VERDICTS``.
+    (``HBM_NODE_CHIPS`` x :data:`HBM_NODE_CHIP` at FP8, ideal tensor parallelism);
+    ``pipeline_tok_s``, ``tensor_parallel_tok_s``, ``compute_tok_s`` and
+    ``chips_to_hold``: the row's own SRAM chips, where the data have a row for them
+    (``nan`` otherwise; ``compute_tok_s`` is the pipeline's FLOP bound, ``nan`` where no
+    peak is published); ``verdict``: one of :data:`VERDICTS`.
     """
 
     rank: int
@@ -675,7 +818,9 @@ class RowCheck:
     claimed_tok_s: float
     architecture: str | None
     hbm_ceiling_tok_s: float
-    family_ceiling_tok_s: float
+    pipeline_tok_s: float
+    tensor_parallel_tok_s: float
+    compute_tok_s: float
     chips_to_hold: float
     verdict: str
     assumption: str
@@ -685,6 +830,11 @@ class RowCheck:
         """Claimed rate over the HBM node's ceiling (above 1 — plain HBM decoding cannot do it)."""
         return self.claimed_tok_s / self.hbm_ceiling_tok_s
 
+    @property
+    def ratio_to_pipeline(self) -> float:
+        """Claimed rate over the own chips' pipeline bound (``nan`` without SRAM bounds)."""
+        return self.claimed_tok_s / self.pipeline_tok_s
+
 
 def check_row(model: str, hardware_family: str, claimed_tok_s: float, *, rank: int = 0,
               provider: str = "") -> RowCheck:
@@ -692,11 +842,21 @@ def check_row(model: str, hardware_family: str, claimed_tok_s: float, *, rank: i
 
     Steps: map the model to an architecture (:data:`LEADERBOARD_MODELS`; unknown
     models cannot be checked); compute the HBM node's single-stream ceiling
-    (:func:`family_floor` on 8 x B200 at FP8, active weights, no KV cache: the most
-    generous plain-decoding figure any HBM node in the data allows); if the claim is
-    above it, the row needs SRAM-resident weights (LPU, wafer-scale) or speculative
-    decoding, and on a GPU family it can only be speculative decoding (or a smaller
-    model than named). All leaderboard rates are per user, for one request's stream.
+    (:func:`family_floor` on 8 x B200 at FP8, active weights, no KV cache, ideal
+    tensor parallelism inside the NVLink domain). A claim at or under it is plain
+    decoding an HBM node could give. Above it:
+
+    - weights in HBM (GPU clouds; SambaNova, :data:`WEIGHTS_IN_SRAM`): speculative
+      decoding (or fewer bits, a larger NVLink domain, a smaller model than named);
+    - weights in SRAM (Groq, Cerebras): the row's own chips are laid out as the
+      feasibility layer allows, a pipeline over the fewest that hold the model at
+      :data:`SRAM_PRECISION` (:func:`family_floor`). At or under the pipeline bound,
+      plain decoding on them could explain it; between the pipeline and the ideal
+      tensor-parallel bound, only a split of layers across chips (whose network the
+      book does not model) or speculative decoding; above the ideal bound, only
+      speculative decoding.
+
+    All leaderboard rates are per user, for one request's stream.
 
     Used in chapter 'Choosing hardware'.
     """
@@ -707,28 +867,34 @@ def check_row(model: str, hardware_family: str, claimed_tok_s: float, *, rank: i
     family = LEADERBOARD_FAMILIES[hardware_family]
     architecture, note = LEADERBOARD_MODELS.get(
         model, (None, "no architecture in data/models.csv: size unknown, no floor"))
+    nan = math.nan
     if architecture is None:
-        return RowCheck(rank, model, provider, hardware_family, claimed, None, math.nan,
-                        math.nan, math.nan, VERDICTS[0], note)
+        return RowCheck(rank, model, provider, hardware_family, claimed, None, nan, nan, nan,
+                        nan, nan, VERDICTS[0], note)
     hbm = family_floor(architecture, "gpu", HBM_NODE_PRECISION, chip=HBM_NODE_CHIP,
                        chips=HBM_NODE_CHIPS)
-    own_ceiling = own_chips = math.nan
-    if family in SRAM_PRECISION:
-        row = hardware_family if family == "lpu" else "Cerebras WSE-3"
-        if hardware_family == "reconfigurable dataflow":
-            note += "; SambaNova has no row in data/hardware.csv, so no own ceiling"
-        else:
-            own = family_floor(architecture, family, SRAM_PRECISION[family])
-            own_ceiling, own_chips = own.ceiling_tok_s, float(own.chips_to_hold)
-            note += f"; own ceiling on {own.chip} at {own.precision} ({row})"
+    pipeline = ideal = compute = chips = nan
+    if hardware_family in WEIGHTS_IN_SRAM:
+        own = family_floor(architecture, family, SRAM_PRECISION[family])
+        pipeline, ideal, compute = own.pipeline_tok_s, own.tensor_parallel_tok_s, own.compute_tok_s
+        chips = float(own.chips_to_hold)
+        note += (f"; own bounds on {own.chips_used:,} x {own.chip} at {own.precision}, "
+                 f"pipelined, bound by {own.binds}")
+    elif hardware_family == "reconfigurable dataflow":
+        note += ("; SambaNova's SN40L keeps weights in HBM and DDR and has no row in "
+                 "data/hardware.csv, so the HBM node's ceiling is taken as its bound")
     if claimed <= hbm.ceiling_tok_s:
         verdict = VERDICTS[1]
-    elif family == "gpu":
+    elif hardware_family not in WEIGHTS_IN_SRAM:
+        verdict = VERDICTS[5]
+    elif claimed <= pipeline:
+        verdict = VERDICTS[2]
+    elif claimed <= ideal:
         verdict = VERDICTS[3]
     else:
-        verdict = VERDICTS[2]
+        verdict = VERDICTS[4]
     return RowCheck(rank, model, provider, hardware_family, claimed, architecture,
-                    hbm.ceiling_tok_s, own_ceiling, own_chips, verdict, note)
+                    hbm.ceiling_tok_s, pipeline, ideal, compute, chips, verdict, note)
 
 
 def check_leaderboard(data_dir=None) -> pd.DataFrame:
@@ -745,7 +911,9 @@ def check_leaderboard(data_dir=None) -> pd.DataFrame:
                      "hardware": check.hardware_family, "claimed_tok_s": check.claimed_tok_s,
                      "ttft_ms": float(row["ttft_ms"]), "architecture": check.architecture,
                      "hbm_ceiling_tok_s": check.hbm_ceiling_tok_s,
-                     "family_ceiling_tok_s": check.family_ceiling_tok_s,
+                     "pipeline_tok_s": check.pipeline_tok_s,
+                     "tensor_parallel_tok_s": check.tensor_parallel_tok_s,
+                     "compute_tok_s": check.compute_tok_s,
                      "chips_to_hold": check.chips_to_hold, "verdict": check.verdict,
                      "assumption": check.assumption})
     return pd.DataFrame(rows)
@@ -777,7 +945,7 @@ def _decide_render_factory(ax):
     ax.set_yticks(y, [FAMILY_LABELS[f] for f in FAMILIES])
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlim(1, 1e7)
+    ax.set_xlim(1, 1e6)
     ax.set_xlabel("attainable single-stream tok/s per user (log)")
     ax.legend(loc="lower right", fontsize=8)
     label_kind(ax, "modelled")
@@ -786,7 +954,8 @@ def _decide_render_factory(ax):
 
     def render(decision: Decision) -> str:
         for bar, text, verdict in zip(bars, texts, decision.verdicts, strict=True):
-            bar.set_width(verdict.floor.ceiling_tok_s * ATTAINABLE_FRACTION)
+            floor = verdict.floor
+            bar.set_width(floor.ceiling_tok_s * ATTAINABLE_FRACTION if floor else 1.0)
             bar.set_color(PALETTE[2] if verdict.fits else "#999999")
             text.set_text("fits" if verdict.fits else verdict.against[0].text[:48])
         need.set_xdata([decision.workload.per_user_tok_s] * 2)

@@ -123,6 +123,21 @@ def peak_batch(log: QueryLog, replicas: int) -> int:
     return best
 
 
+def accepted_chips() -> list[str]:
+    """The chips :func:`predict` accepts: single accelerators (not whole systems) whose
+    vendor has a calibrated software stack, in ``data/hardware.csv`` order."""
+    names = []
+    for name in specs.chips():
+        if specs.chip(name).family == "system":
+            continue
+        try:
+            stack_for(name, "fp8")
+        except ValueError:
+            continue
+        names.append(name)
+    return names
+
+
 def _whole(name: str, value, minimum: int = 1) -> int:
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
         raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
@@ -286,7 +301,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", metavar="OUT", help="where --csv writes its results")
     args = parser.parse_args(argv)
     if args.list_chips:
-        print("\n".join(specs.chips()))
+        print("\n".join(accepted_chips()))
         return 0
     try:
         rules = mlperf_rules(scale=args.scale)

@@ -33,7 +33,7 @@ ANCHORS = {
 
 #: Search ranges: compute efficiency and fixed cost per step (seconds).
 EFFICIENCY_RANGE = (0.05, 1.0)
-OVERHEAD_RANGE = (0.0, 0.060)
+OVERHEAD_RANGE = (0.0, 0.100)
 
 
 def _predicted(row: dict, candidate: Stack) -> float:
@@ -63,8 +63,11 @@ def fit(name: str, offline: dict, bounded: dict) -> Stack:
     def offline_at_full_efficiency(overhead_s: float) -> float:
         return _predicted(offline, Stack(name, 1.0, overhead_s))
 
-    most = bisect(offline_at_full_efficiency, offline["tokens_per_s"], *OVERHEAD_RANGE,
-                  iterations=8, increasing=False)
+    try:
+        most = bisect(offline_at_full_efficiency, offline["tokens_per_s"], *OVERHEAD_RANGE,
+                      iterations=8, increasing=False)
+    except ValueError:
+        most = OVERHEAD_RANGE[1]  # long Offline steps hide even the largest cost searched
     high = 0.98 * most
     try:
         overhead = bisect(bounded_at, bounded["tokens_per_s"], OVERHEAD_RANGE[0], high,

@@ -11,6 +11,7 @@ import pytest
 from inferlab import choosing, specs
 from inferlab.choosing import (
     FAMILIES,
+    VERDICTS,
     Workload,
     check_leaderboard,
     check_row,
@@ -21,6 +22,7 @@ from inferlab.choosing import (
     power_of_two_buckets,
     recompile_cost,
 )
+from inferlab.feasibility import Infeasible, fewest_chips
 from inferlab.simulator import FixedShape
 from inferlab.widgets import REGISTRY
 from inferlab.workload import Lengths
@@ -34,6 +36,58 @@ def test_groq_chip_counts_match_the_bandwidth_chapter():
     usable = specs.chip("Groq LPU (GroqChip)").memory_capacity_bytes * 0.9
     assert floor.chips_to_hold == math.ceil(weights / usable)
     assert floor.chips_to_hold > 303
+    # The LPU runs as a pipeline over exactly those chips: the data give it no scale-up domain.
+    assert (floor.layout.tp, floor.layout.pp) == (1, floor.chips_to_hold)
+
+
+def test_sram_bounds_are_a_pipeline_and_an_ideal_split():
+    # Pipelined, a token reads all 70.6 GB at one chip's 80 TB/s, whatever the chip count;
+    # the ideal split reads them at every chip's bandwidth at once.
+    floor = family_floor("Llama 3.1 70B", "lpu", "int8")
+    weights = specs.model("Llama 3.1 70B").params_total
+    assert floor.pipeline_tok_s == pytest.approx(80e12 / weights)  # ~1.13k tok/s
+    assert floor.tensor_parallel_tok_s == pytest.approx(floor.chips_used * 80e12 / weights)
+    assert floor.ceiling_tok_s == floor.pipeline_tok_s
+    # Compute at the published INT8 rate allows more than memory on the pipeline.
+    assert floor.compute_tok_s == pytest.approx(750e12 / (2 * specs.model("Llama 3.1 70B")
+                                                          .params_active))
+    assert floor.compute_tok_s > floor.pipeline_tok_s and floor.binds == "memory"
+    # More chips than needed raise the ideal bound and leave the pipeline bound alone.
+    wider = family_floor("Llama 3.1 70B", "lpu", "int8", chips=2 * floor.chips_used)
+    assert wider.pipeline_tok_s == pytest.approx(floor.pipeline_tok_s)
+    assert wider.tensor_parallel_tok_s == pytest.approx(2 * floor.tensor_parallel_tok_s)
+    # No FP8 rate is published for Groq, so compute gives no bound there.
+    assert math.isnan(family_floor("Llama 3.1 70B", "lpu", "fp8").compute_tok_s)
+
+
+def test_one_wafer_does_not_hold_llama_70b_at_16_bits():
+    floor = family_floor("Llama 3.1 70B", "dataflow", "fp16")
+    assert floor.weight_bytes == pytest.approx(141.1e9, rel=1e-3)
+    assert floor.chips_to_hold == 4 == fewest_chips("Llama 3.1 70B", "Cerebras WSE-3", "fp16")
+    with pytest.raises(Infeasible) as refused:
+        family_floor("Llama 3.1 70B", "dataflow", "fp16", chips=1)
+    assert refused.value.kind == "capacity"
+
+
+def test_moe_bounds_read_only_the_active_experts_at_batch_1():
+    floor = family_floor("DeepSeek-V3", "lpu", "int8")
+    active = specs.model("DeepSeek-V3").params_active
+    assert floor.pipeline_tok_s == pytest.approx(80e12 / active)
+
+
+def test_nodes_that_cannot_hold_or_reach_are_refused():
+    with pytest.raises(Infeasible) as refused:  # 16 GPUs exceed the 8-GPU NVLink domain
+        family_floor("Llama 3.1 70B", "gpu", "fp8", chip="NVIDIA B200", chips=16)
+    assert refused.value.kind == "domain"
+    with pytest.raises(Infeasible) as refused:  # 1.34 TB on 8 x 141 GB
+        family_floor("DeepSeek-V3", "gpu", "fp16")
+    assert refused.value.kind == "capacity"
+    # The guide turns the refusal into the reason against, with the chips it would take.
+    verdict = decide(model="DeepSeek-V3", precision="fp16").verdict("gpu")
+    assert verdict.floor is None and not verdict.fits
+    assert verdict.against[0].computed_by == "feasibility.layout"
+    assert verdict.against[0].value == fewest_chips("DeepSeek-V3", "NVIDIA H200 SXM", "fp16",
+                                                    context_tokens=2048)
 
 
 def test_gpu_ceiling_is_node_bandwidth_over_active_bytes():
@@ -107,6 +161,8 @@ def test_rules_of_thumb_follow_from_the_numbers():
     assert "lpu" not in frozen_volume.fits
     strict = decide(per_user_tok_s=400, tail_ratio_max=1.05)
     assert strict.fits == ("lpu",)
+    # Above Groq's attainable pipeline bound (0.65 x ~1.13k tok/s) only the wafers remain.
+    assert decide(per_user_tok_s=1000).fits == ("dataflow",)
     changing = decide(model="Llama 3.1 8B", precision="bf16", per_user_tok_s=30,
                       changes_per_month=30, tokens_per_day=2e8)
     assert changing.fits == ("gpu",)
@@ -145,9 +201,13 @@ def test_leaderboard_rows():
     table = check_leaderboard()
     assert len(table) == 20
     by = {(r.provider, r.model): r for r in table.itertuples()}
-    # Above any HBM node: Cerebras and Groq Llama 3.3 70B.
-    assert by[("Cerebras", "Llama 3.3 70B")].verdict == "beyond HBM: SRAM or speculation"
-    assert by[("Groq", "Llama 3.3 70B")].verdict == "beyond HBM: SRAM or speculation"
+    # Above the 8 x B200 node: Cerebras and Groq Llama 3.3 70B. Cerebras's four 16-bit
+    # wafers allow far more even pipelined; Groq's 1,400 is above its INT8 pipeline bound.
+    cerebras, groq = by[("Cerebras", "Llama 3.3 70B")], by[("Groq", "Llama 3.3 70B")]
+    assert cerebras.verdict == VERDICTS[2]
+    assert cerebras.chips_to_hold == 4 and cerebras.pipeline_tok_s > 50 * 2100
+    assert groq.verdict == VERDICTS[3]
+    assert groq.pipeline_tok_s < 1400 < groq.tensor_parallel_tok_s
     assert by[("SambaNova", "Llama 3.3 70B")].verdict == "single-stream on HBM"
     assert by[("Fireworks", "DeepSeek V3.2")].verdict == "single-stream on HBM"
     # No architecture, no floor.
@@ -160,9 +220,15 @@ def test_leaderboard_rows():
         8 * 8e12 / specs.model("Llama 3.1 70B").params_active)
 
 
-def test_gpu_row_above_ceiling_means_speculation():
+def test_row_above_ceiling_with_weights_in_hbm_means_speculation():
     row = check_row("Llama 3.3 70B", "GPU cloud", 5000)
-    assert row.verdict == "beyond HBM on GPUs: speculative decoding"
+    assert row.verdict == VERDICTS[5]
+    # SambaNova's SN40L reads its weights from HBM and DDR: no SRAM bound lifts it.
+    samba = check_row("Llama 3.3 70B", "reconfigurable dataflow", 5000)
+    assert samba.verdict == VERDICTS[5] and math.isnan(samba.pipeline_tok_s)
+    # Above even the ideal split over every Groq chip, only speculation is left.
+    assert check_row("Llama 3.3 70B", "LPU", 1e6).verdict == VERDICTS[4]
+    assert check_row("Llama 3.3 70B", "LPU", 1000).verdict == VERDICTS[2]
     with pytest.raises(ValueError, match="hardware_family"):
         check_row("Llama 3.3 70B", "quantum", 10)
 

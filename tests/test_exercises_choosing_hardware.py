@@ -15,6 +15,7 @@ from inferlab.choosing import (
     recompile_cost,
 )
 from inferlab.data import result
+from inferlab.feasibility import Infeasible, layout
 from inferlab.workload import Lengths
 
 
@@ -47,10 +48,14 @@ def test_ex_hw_padding():
 def test_ex_hw_groq():
     row = check_row("Llama 3.3 70B", "LPU", 1400)
     plain = result("aa-groq-l31-70b-before-specdec")["value"]
-    b200_16 = family_floor("Llama 3.1 70B", "gpu", "int4", chip="NVIDIA B200", chips=16)
+    b200_fp4 = family_floor("Llama 3.1 70B", "gpu", "fp4", chip="NVIDIA B200", chips=8)
     assert row.ratio_to_hbm == pytest.approx(1.54, abs=0.01)
+    assert row.ratio_to_pipeline == pytest.approx(1.23, abs=0.01)
     assert 1400 / plain == pytest.approx(5.6)
-    assert b200_16.ceiling_tok_s > 1400
+    assert b200_fp4.ceiling_tok_s > 1400  # on paper: 35 GB over 8 x 8 TB/s
+    with pytest.raises(Infeasible) as refused:
+        layout("Llama 3.1 70B", "NVIDIA B200", "fp4", tp=16)
+    assert refused.value.kind == "domain"
 
 
 def test_ex_hw_decide():
@@ -59,4 +64,4 @@ def test_ex_hw_decide():
     assert support.fits == ("gpu", "fixed-function")
     for verdict in support.verdicts:
         if not verdict.fits:
-            assert verdict.against[0].computed_by == "capacity.chips_to_hold"
+            assert verdict.against[0].computed_by == "feasibility.fewest_chips"
