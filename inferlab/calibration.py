@@ -89,13 +89,23 @@ VENDOR_STACK = {("NVIDIA", "fp4"): "TensorRT-LLM FP4", ("NVIDIA", None): "Tensor
                 ("AMD", None): "vLLM ROCm FP8"}
 
 
-def row_stack(software: str, precision: str) -> str | None:
-    """The book's stack for an audited row's software and format (``None`` if not modelled).
+#: Rounds whose software is old enough to be a stack of its own: v4.1 ran TensorRT-LLM
+#: and vLLM releases from mid-2024, and NVIDIA credits much of Hopper's gain on this
+#: benchmark in the next rounds to software.
+OLD_SOFTWARE_ROUNDS = ("v4.1",)
 
-    Triton in front of TensorRT-LLM is still TensorRT-LLM.
+
+def row_stack(software: str, precision: str, rnd: str | None = None) -> str | None:
+    """The book's stack for an audited row's software, format and round (``None`` if not
+    modelled). Triton in front of TensorRT-LLM is still TensorRT-LLM; a row of an
+    :data:`OLD_SOFTWARE_ROUNDS` round gets that round's stack, e.g.
+    ``"TensorRT-LLM FP8 (v4.1)"``.
     """
     base = "TensorRT-LLM" if software.startswith("TensorRT-LLM") else software
-    return STACK_OF.get((base, precision))
+    name = STACK_OF.get((base, precision))
+    if name is not None and rnd in OLD_SOFTWARE_ROUNDS:
+        return f"{name} ({rnd})"
+    return name
 
 
 #: Whose configuration files each stack's engine settings are read from (rows of
@@ -108,6 +118,10 @@ ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] 
         None: (("v5.1", "AMD", "8xMI325X_2xEPYC_9575F_1"),
                ("v5.1", "AMD", "8xMI325X_2xEPYC_9575F_2")),
         "AMD MI300X": (("v5.1", "AMD", "8xMI300X_2xEPYC_9575F"),),
+    },
+    "TensorRT-LLM FP8 (v4.1)": {
+        None: (("v4.1", "NVIDIA", "H200-SXM-141GBx8_TRT"),),
+        "NVIDIA H100 SXM": (("v4.1", "NVIDIA", "DGX-H100_H100-SXM-80GBx8_TRT"),),
     },
 }
 
@@ -216,7 +230,7 @@ def row_key(row: dict) -> tuple[tuple | None, str]:
     Rows with equal keys cannot be told apart by the model: several submitters ran the
     same eight GPUs with the same stack. They are predicted once.
     """
-    name = row_stack(row["software"], row["precision"])
+    name = row_stack(row["software"], row["precision"], row["round"])
     if name is None:
         return None, (f"software {row['software']!r} at {row['precision']} is not a "
                       "modelled stack")

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 import matplotlib.pyplot as plt
@@ -52,7 +52,6 @@ from inferlab.data import load_table
 from inferlab.feasibility import Infeasible, Layout, fewest_chips, layout
 from inferlab.parallel import ChipSpread, chip_spread
 from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
-from inferlab.roofline import params_read
 from inferlab.simulator import (
     EXPLORER_OUTPUT_MEAN,
     EXPLORER_PROMPT,
@@ -227,22 +226,12 @@ class FamilyFloor:
 
 def batch1_spread(model: str | specs.ModelSpec, chip: str | specs.Chip, precision: str,
                   chips: int) -> ChipSpread:
-    """:func:`inferlab.parallel.chip_spread` with the bytes one batch-1 step really reads.
-
-    ``chip_spread`` reads all ``params_total`` per step. A mixture of experts at batch 1
-    reads only its dense part and the experts the token chose,
-    ``params_read(model, 1) = params_active`` (:func:`inferlab.roofline.params_read`),
-    so both memory bounds are scaled by ``params_active / params_total`` (1 for a dense
-    model). The compute bounds already follow ``params_active``.
+    """:func:`inferlab.parallel.chip_spread` on ``chips`` chips with the book's 10 % reserve.
 
     Used in chapter 'Choosing hardware'.
     """
-    spec = specs.model(model) if isinstance(model, str) else model
-    spread = chip_spread(spec, chip, precision, chips=chips,
-                         reserve_fraction=ACTIVATION_RESERVE_FRACTION)
-    share = params_read(spec, 1) / spec.params_total
-    return replace(spread, memory_pipeline_s=spread.memory_pipeline_s * share,
-                   memory_tensor_parallel_s=spread.memory_tensor_parallel_s * share)
+    return chip_spread(model, chip, precision, chips=chips,
+                       reserve_fraction=ACTIVATION_RESERVE_FRACTION)
 
 
 def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp8",

@@ -240,9 +240,11 @@ def chip_spread(model, chip, precision: str = "int8", *, chips: int | None = Non
 
     ``chips`` defaults to the fewest that hold the weights after ``reserve_fraction``
     (:func:`inferlab.feasibility.fewest_chips`); fewer is refused by the feasibility
-    layer's capacity check. Llama 2 70B at INT8 on Groq chips: the pipeline bound is
-    about 1,100 tokens per second per user whatever the chip count, the ideal
-    tensor-parallel bound hundreds of thousands; see the class docstring.
+    layer's capacity check. The chips hold every parameter, but a batch-1 step reads
+    only those its token uses (``params_active`` for a mixture of experts). Llama 2
+    70B at INT8 on Groq chips: the pipeline bound is about 1,100 tokens per second
+    per user whatever the chip count, the ideal tensor-parallel bound hundreds of
+    thousands; see the class docstring.
 
     Used in chapters 'The memory-bandwidth floor' and 'Choosing hardware'.
     """
@@ -251,7 +253,7 @@ def chip_spread(model, chip, precision: str = "int8", *, chips: int | None = Non
     from inferlab import specs
     from inferlab.capacity import weight_bytes
     from inferlab.feasibility import Infeasible, fewest_chips
-    from inferlab.roofline import PEAK_COLUMN
+    from inferlab.roofline import PEAK_COLUMN, params_read
 
     spec = specs.model(model) if isinstance(model, str) else model
     hw = specs.chip(chip) if isinstance(chip, str) else chip
@@ -262,7 +264,9 @@ def chip_spread(model, chip, precision: str = "int8", *, chips: int | None = Non
             f"chips: {count} x {hw.name} cannot hold {spec.name} at {precision} "
             f"({weight_bytes(spec.params_total, precision) / 1e9:,.1f} GB of weights); "
             f"it needs at least {need}"))
-    weights = weight_bytes(spec.params_total, precision)
+    # A batch-1 step reads the parameters its one token uses: all of a dense model, the
+    # dense part and the chosen experts of a mixture (params_read at one token).
+    weights = weight_bytes(params_read(spec, 1), precision)
     bandwidth = hw.memory_bandwidth_bytes_per_s
     peak = getattr(hw, PEAK_COLUMN.get(precision.lower(), "bf16_flop_per_s"))
     flop = 2.0 * spec.params_active

@@ -29,6 +29,11 @@ ANCHORS = {
                          "v5.0-nvidia-8xh200sxm-interactive"),
     "TensorRT-LLM FP4": ("v5.0-nvidia-8xb200-offline", "v5.0-nvidia-8xb200-interactive"),
     "vLLM ROCm FP8": ("v5.1-amd-8xmi325x2xepyc9575f1-offline", "v5.1-amd-8xmi325x-interactive"),
+    # v4.1 had no Interactive scenario: its stacks are fitted on Offline and Server.
+    "TensorRT-LLM FP8 (v4.1)": ("v4.1-nvidia-h200sxm141gbx8trt-offline",
+                                "v4.1-nvidia-h200sxm141gbx8trt-server"),
+    "vLLM ROCm FP8 (v4.1)": ("v4.1-amd-8xmi300x2xepyc9374f-offline",
+                             "v4.1-amd-8xmi300x2xepyc9374f-server"),
 }
 
 #: Search ranges: compute efficiency and fixed cost per step (seconds).

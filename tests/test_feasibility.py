@@ -116,3 +116,11 @@ def test_floors_refuse_contexts_beyond_the_models_limit():
     with pytest.raises(fz.Infeasible, match="context limit"):
         throughput_at_max_batch(chip(H200), spec, "fp8", 8192)
     assert model_decode_floor(spec, "fp8", 4.8e12, context_tokens=4096).step_s > 0
+
+
+def test_a_mixture_of_experts_reads_only_its_active_parameters_at_batch_1():
+    spec = model("Mixtral 8x7B")
+    spread = chip_spread(spec, "Groq LPU (GroqChip)", "int8")
+    assert spread.weight_bytes == pytest.approx(weight_bytes(spec.params_active, "int8"))
+    assert spread.chips == fz.fewest_chips(spec, "Groq LPU (GroqChip)", "int8",
+                                            reserve_fraction=0.0)
