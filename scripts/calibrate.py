@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from inferlab.bisection import bisect
-from inferlab.calibration import ASSUMED, Stack
+from inferlab.calibration import ASSUMED, Stack, stack
 from inferlab.data import DATA_DIR, load_table
 from inferlab.predict import FIT_RULES, predict
 
@@ -29,12 +29,16 @@ ANCHORS = {
                          "v5.0-nvidia-8xh200sxm-interactive"),
     "TensorRT-LLM FP4": ("v5.0-nvidia-8xb200-offline", "v5.0-nvidia-8xb200-interactive"),
     "vLLM ROCm FP8": ("v5.1-amd-8xmi325x2xepyc9575f1-offline", "v5.1-amd-8xmi325x-interactive"),
-    # v4.1 had no Interactive scenario: its stacks are fitted on Offline and Server.
-    "TensorRT-LLM FP8 (v4.1)": ("v4.1-nvidia-h200sxm141gbx8trt-offline",
-                                "v4.1-nvidia-h200sxm141gbx8trt-server"),
-    "vLLM ROCm FP8 (v4.1)": ("v4.1-amd-8xmi300x2xepyc9374f-offline",
-                             "v4.1-amd-8xmi300x2xepyc9374f-server"),
+    # v4.1 had no Interactive scenario, and the model's Server result hardly moves with
+    # the fixed cost, so these stacks fit only their efficiency, on Offline, and take
+    # the fixed cost of the same software's later stack (FIXED_COST_FROM).
+    "TensorRT-LLM FP8 (v4.1)": ("v4.1-nvidia-h200sxm141gbx8trt-offline", None),
+    "vLLM ROCm FP8 (v4.1)": ("v4.1-amd-8xmi300x2xepyc9374f-offline", None),
 }
+
+#: Where a stack without a latency-bound anchor takes its fixed cost per step from.
+FIXED_COST_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
+                   "vLLM ROCm FP8 (v4.1)": "vLLM ROCm FP8"}
 
 #: Search ranges: compute efficiency and fixed cost per step (seconds).
 EFFICIENCY_RANGE = (0.05, 1.0)
@@ -47,14 +51,22 @@ def _predicted(row: dict, candidate: Stack) -> float:
                    rules=FIT_RULES).tokens_per_s
 
 
-def fit(name: str, offline: dict, bounded: dict) -> Stack:
-    """The stack whose predictions reproduce ``offline`` and ``bounded`` (two audited rows)."""
+def fit(name: str, offline: dict, bounded: dict | None) -> tuple[Stack, str]:
+    """The stack whose predictions reproduce ``offline`` and ``bounded`` (two audited rows);
+    with no ``bounded`` row, only the efficiency is fitted (see :data:`FIXED_COST_FROM`)."""
     def with_overhead(overhead_s: float) -> Stack:
         def offline_at(efficiency: float) -> float:
             return _predicted(offline, Stack(name, efficiency, overhead_s))
         efficiency = bisect(offline_at, offline["tokens_per_s"], *EFFICIENCY_RANGE,
                             iterations=10)
         return Stack(name, efficiency, overhead_s)
+
+    if bounded is None:
+        source = FIXED_COST_FROM[name]
+        overhead = stack(source).step_overhead_s
+        found = with_overhead(overhead)
+        return (Stack(name, found.compute_efficiency, overhead, fitted_on=(offline["id"],)),
+                f" The fixed cost is the {source} stack's, not fitted here.")
 
     def bounded_at(overhead_s: float) -> float:
         candidate = with_overhead(overhead_s)
@@ -108,9 +120,10 @@ def main(argv=None) -> int:
             if name in kept:
                 rows.append(kept[name])
             continue
-        print(f"fitting {name} on {offline_id} and {bounded_id}", flush=True)
-        found, edge = fit(name, table.loc[offline_id].to_dict(),
-                          table.loc[bounded_id].to_dict())
+        print(f"fitting {name} on {offline_id}" + (f" and {bounded_id}" if bounded_id else ""),
+              flush=True)
+        bounded = None if bounded_id is None else table.loc[bounded_id].to_dict()
+        found, edge = fit(name, table.loc[offline_id].to_dict(), bounded)
         rows.append({
             "name": name,
             "compute_efficiency": f"{found.compute_efficiency:.4f}",
@@ -121,9 +134,10 @@ def main(argv=None) -> int:
             "fitted_on": "; ".join(found.fitted_on),
             "source": "fitted by scripts/calibrate.py on the rows named in fitted_on "
                       "(data/mlperf_llama2_70b.csv)",
-            "note": "compute_efficiency reproduces the Offline row, step_overhead_ms the "
-                    "latency-bound row; memory_efficiency, overlap and allreduce_latency_us "
-                    "are assumed (inferlab.calibration.ASSUMED)." + edge,
+            "note": ("compute_efficiency reproduces the Offline row"
+                     + (", step_overhead_ms the latency-bound row" if bounded_id else "")
+                     + "; memory_efficiency, overlap and allreduce_latency_us are assumed "
+                     "(inferlab.calibration.ASSUMED)." + edge),
         })
     # Another calibration may have written its stacks meanwhile: keep them.
     if path.is_file():

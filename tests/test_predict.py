@@ -94,7 +94,8 @@ def test_peak_batch_counts_queries_in_flight_per_replica():
     assert peak_batch(log, 2) == 2
 
 
-@pytest.mark.parametrize("name", ["TensorRT-LLM FP8", "TensorRT-LLM FP4", "vLLM ROCm FP8"])
+@pytest.mark.parametrize("name", ["TensorRT-LLM FP8", "TensorRT-LLM FP4", "vLLM ROCm FP8",
+                                  "TensorRT-LLM FP8 (v4.1)", "vLLM ROCm FP8 (v4.1)"])
 def test_each_stored_stack_reproduces_its_offline_anchor(name):
     """data/stacks.csv is the calibration's output: stale values fail here."""
     table = load_table("mlperf_llama2_70b").set_index("id", drop=False)
@@ -122,7 +123,7 @@ def test_the_hopper_stack_reproduces_its_interactive_anchor_and_a_bigger_overhea
 def test_every_stack_names_the_rows_it_was_fitted_on():
     ids = set(load_table("mlperf_llama2_70b")["id"])
     for fitted in stacks().values():
-        assert len(fitted.fitted_on) == 2 and set(fitted.fitted_on) <= ids
+        assert 1 <= len(fitted.fitted_on) <= 2 and set(fitted.fitted_on) <= ids
 
 
 def test_engine_settings_come_from_the_submitters_own_configuration():
