@@ -83,13 +83,13 @@ STACK_OF = {
     ("MangoBoost LLMBoost (ROCm)", "fp8"): "vLLM ROCm FP8",
 }
 
-#: Which stack serves a chip when none is named: NVIDIA chips run TensorRT-LLM (its FP4
-#: stack for 4-bit weights), AMD chips vLLM on ROCm.
+#: The stack that serves a chip when none is named. NVIDIA chips run TensorRT-LLM (its
+#: FP4 stack for 4-bit weights), AMD chips vLLM on ROCm.
 VENDOR_STACK = {("NVIDIA", "fp4"): "TensorRT-LLM FP4", ("NVIDIA", None): "TensorRT-LLM FP8",
                 ("AMD", None): "vLLM ROCm FP8"}
 
 
-#: Rounds whose software is old enough to be a stack of its own: v4.1 ran TensorRT-LLM
+#: Rounds whose software is old enough to be a stack of its own. v4.1 ran TensorRT-LLM
 #: and vLLM releases from mid-2024, and NVIDIA credits much of Hopper's gain on this
 #: benchmark in the next rounds to software.
 OLD_SOFTWARE_ROUNDS = ("v4.1",)
@@ -125,7 +125,7 @@ ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] 
     },
 }
 
-#: The engine a stack without a reference runs: continuous batching, chunked prefill,
+#: The engine a stack without a reference runs, with continuous batching, chunked prefill,
 #: up to 2,048 requests and 2,048 tokens per step per replica.
 DEFAULT_ENGINE = {"max_batch": 2048, "token_budget": 2048, "chunked_prefill": True}
 

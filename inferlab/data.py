@@ -164,7 +164,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
 }
 
 
-#: The columns that identify a row of each table: no two rows may share them.
+#: The columns that identify a row of each table. No two rows may share them.
 KEYS: dict[str, tuple[str, ...]] = {
     "hardware": ("name",),
     "models": ("name",),

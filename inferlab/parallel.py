@@ -211,12 +211,12 @@ class ChipSpread:
 
     @property
     def pipeline_s(self) -> float:
-        """Batch-1 step with layers pipelined: the slower of bytes and FLOPs on one chip."""
+        """The batch-1 step with layers pipelined, the slower of bytes and FLOPs on one chip."""
         return max(self.memory_pipeline_s, _or_zero(self.compute_pipeline_s))
 
     @property
     def tensor_parallel_s(self) -> float:
-        """Batch-1 step with ideal tensor parallelism over every chip."""
+        """The batch-1 step with ideal tensor parallelism over every chip."""
         return max(self.memory_tensor_parallel_s, _or_zero(self.compute_tensor_parallel_s))
 
     @property

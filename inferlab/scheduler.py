@@ -211,7 +211,7 @@ class MemoryPolicy:
 class PagedMemory(MemoryPolicy):
     """PagedAttention: memory is taken as tokens are produced (block rounding ignored).
 
-    Like vLLM, admit only while a sliver of the cache (:data:`PAGED_WATERMARK_FRACTION`)
+    Like vLLM, admit only while a sliver of the cache (``PAGED_WATERMARK_FRACTION``)
     stays free for the running requests to grow into; without it a paged server
     thrashes, admitting and preempting in turn.
     """
@@ -258,10 +258,10 @@ class FixedSlots(MemoryPolicy):
 
 
 class PrefillPolicy:
-    """How prompt work enters the steps. :meth:`step` runs one step that prefills, if there
-    is prompt work to do now, and says whether it did."""
+    """How prompt work enters the steps (see ``step``)."""
 
     def step(self, engine: ContinuousEngine) -> bool:
+        """Run one step that prefills, if there is prompt work to do now; say whether it did."""
         raise NotImplementedError
 
 

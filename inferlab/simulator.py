@@ -6,7 +6,7 @@ simulation decides *which* tokens go into each step, as a serving engine's
 scheduler does, and records when every request arrived, got its first token,
 got every later token, and finished.
 
-Schedulers (:class:`Scheduler`, whose policies are the small objects of
+Schedulers (:class:`~inferlab.scheduler.Scheduler`, whose policies are the small objects of
 :mod:`inferlab.scheduler`):
 
 - **static** batching waits until ``max_batch`` requests are queued (or the
@@ -20,7 +20,7 @@ Schedulers (:class:`Scheduler`, whose policies are the small objects of
   while running requests wait (their next token is delayed). With chunked
   prefill every step carries one decode token per running request and fills
   the rest of a ``token_budget`` with pieces of waiting prompts. With
-  ``disaggregated`` (a :class:`PrefillPool`) prompts are prefilled elsewhere and
+  ``disaggregated`` (a :class:`~inferlab.scheduler.PrefillPool`) prompts are prefilled elsewhere and
   the replica only decodes (DistServe, Splitwise, NVIDIA Dynamo).
 
 KV-cache memory (``kv_policy``):
@@ -34,7 +34,7 @@ KV-cache memory (``kv_policy``):
   dropped and it is queued again at the front, to be recomputed from its prompt
   and the tokens it already produced (vLLM's recompute policy).
 
-A **fixed-shape** server (:class:`FixedShape`, an ahead-of-time compiled
+A **fixed-shape** server (:class:`~inferlab.scheduler.FixedShape`, an ahead-of-time compiled
 accelerator) pads every prompt up to a compiled length bucket, pads the decode
 batch up to a compiled batch size, and reserves and reads a full compiled
 context for each slot, so its decode step time does not depend on what is in
