@@ -107,7 +107,7 @@ SPLIT: dict[str, str] = {"gpu": "tensor", "fixed-function": "tensor", "lpu": "pi
 NEEDS_COMPILE: dict[str, bool] = {"gpu": False, "fixed-function": True, "lpu": True,
                                   "dataflow": True}
 
-#: Fraction of the single-stream ceiling a good stack reaches: the batching chapter's
+#: The share of the single-stream ceiling a good stack reaches, the batching chapter's
 #: explorer efficiency (``inferlab.simulator.EXPLORER_EFFICIENCY``), used for every
 #: family, an assumption.
 ATTAINABLE_FRACTION = 0.65
@@ -182,7 +182,7 @@ class FamilyFloor:
 
     @property
     def fits_node(self) -> bool:
-        """Whether the weights fit in the chips used (always true: the layout was checked)."""
+        """Whether the weights fit in the chips used (always, as the layout was checked)."""
         return self.chips_to_hold <= self.chips_used
 
     @property
@@ -204,8 +204,8 @@ class FamilyFloor:
 
     @property
     def ceiling_tok_s(self) -> float:
-        """The bound the family's own split allows: the ideal tensor-parallel bound on a
-        node inside its domain, the pipeline bound on a pipeline of SRAM chips."""
+        """The bound the family's own split allows, which is the ideal tensor-parallel bound
+        on a node inside its domain and the pipeline bound on a pipeline of SRAM chips."""
         return self.pipeline_tok_s if self.layout.pp > 1 else self.tensor_parallel_tok_s
 
     @property
@@ -343,7 +343,7 @@ def padding_waste(prompt: Lengths | np.ndarray, buckets=(128, 256, 512, 1024, 20
 
     ``prompt`` is a :class:`inferlab.workload.Lengths` (``n`` lengths are drawn with
     ``seed``) or an array of lengths. Each prompt is padded up to the next bucket
-    (:meth:`inferlab.simulator.FixedShape.pad_prompt`); the waste is
+    (:meth:`inferlab.scheduler.FixedShape.pad_prompt`); the waste is
     ``1 - sum(lengths) / sum(padded)``. A prompt above the largest bucket raises
     ``ValueError``. Decode-batch padding is not counted here; the simulator counts it.
 
@@ -797,7 +797,7 @@ class RowCheck:
     ``pipeline_tok_s``, ``tensor_parallel_tok_s``, ``compute_tok_s`` and
     ``chips_to_hold``: the row's own SRAM chips, where the data have a row for them
     (``nan`` otherwise; ``compute_tok_s`` is the pipeline's FLOP bound, ``nan`` where no
-    peak is published); ``verdict``: one of :data:`VERDICTS`.
+    peak is published); ``verdict``: one of ``VERDICTS``.
     """
 
     rank: int
