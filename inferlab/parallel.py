@@ -57,13 +57,8 @@ def ring_allreduce_s(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    message = _non_negative("message_bytes", message_bytes)
-    p = _check_tp(chips)
-    link = _positive("link_bytes_per_s", link_bytes_per_s)
-    latency = _non_negative("hop_latency_s", hop_latency_s)
-    if p == 1:
-        return 0.0
-    return 2 * (p - 1) * latency + 2 * (p - 1) / p * message / link
+    _non_negative("hop_latency_s", hop_latency_s)  # named as this function calls it
+    return allreduce_s(message_bytes, chips, link_bytes_per_s, hop_latency_s, "ring")
 
 
 #: All-reduce algorithms :func:`allreduce_s` knows; ``"best"`` takes the fastest of them.
