@@ -635,25 +635,28 @@ class ContinuousEngine:
             self.first[i] = self.prefilled[i] if self.disaggregated else when
         if self.preempt[i]:
             self.history[i].append(("prefill", when, 0))
-        self.remaining[i] -= 1
+        remaining = self.remaining[i] - 1
+        self.remaining[i] = remaining
         grows = self.grows
+        prompt = self.cur_prompt[i]
         if grows:
-            self.kv_used -= self.cur_prompt[i]
-        if self.remaining[i] == 0:
+            self.kv_used -= prompt
+        if remaining == 0:
             if not grows:
                 self.kv_used -= self.reserved[i]
             self.finish_request(i, when)
             return
-        self.running[i] = self.decode_steps
-        self.join_step[i] = self.decode_steps
-        self.final_tokens[i] = self.remaining[i]
-        self.ctx_at_join[i] = self.cur_prompt[i] + 1
-        self.rem_at_join[i] = self.remaining[i]
+        steps = self.decode_steps
+        self.running[i] = steps
+        self.join_step[i] = steps
+        self.final_tokens[i] = remaining
+        self.ctx_at_join[i] = prompt + 1
+        self.rem_at_join[i] = remaining
         self.n_run += 1
-        self.ctx_sum += self.cur_prompt[i] + 1
+        self.ctx_sum += prompt + 1
         if grows:
-            self.kv_used += self.cur_prompt[i] + 1
-        heapq.heappush(self.retire, (self.decode_steps + self.remaining[i], i, self.epoch[i]))
+            self.kv_used += prompt + 1
+        heapq.heappush(self.retire, (steps + remaining, i, self.epoch[i]))
 
     def retire_due(self, when: float) -> None:
         retire, epoch, grows = self.retire, self.epoch, self.grows
