@@ -29,7 +29,6 @@ Used in chapter 'Batching'; :mod:`inferlab.predict` takes its stacks from here.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -209,13 +208,6 @@ def stack_for(chip: str, precision: str) -> Stack:
         raise ValueError(f"chip: no calibrated software stack for {name!r} (stacks exist for "
                          "NVIDIA and AMD GPUs); pass stack= explicitly")
     return stack(VENDOR_STACK[key])
-
-
-def relative_error(predicted: float, reported: float) -> float:
-    """``predicted / reported - 1``; ``nan`` if either is not a positive number."""
-    if not (math.isfinite(predicted) and math.isfinite(reported)) or reported <= 0:
-        return math.nan
-    return predicted / reported - 1
 
 
 # --------------------------------------------------------------------------------------

@@ -162,7 +162,7 @@ class FamilyFloor:
     request's cache after the reserve (:func:`inferlab.feasibility.fewest_chips`);
     ``layout`` the feasible layout over ``chips_used`` chips (tensor-parallel over a
     node, or a pipeline over the chips that hold the model, :data:`SPLIT`);
-    ``spread`` its batch-1 bounds with no KV cache (:func:`batch1_spread`).
+    ``spread`` its batch-1 bounds with no KV cache (:func:`inferlab.parallel.chip_spread`).
 
     Used in chapter 'Choosing hardware'.
     """
@@ -224,16 +224,6 @@ class FamilyFloor:
         return "compute" if compute < self.ceiling_tok_s else "memory"
 
 
-def batch1_spread(model: str | specs.ModelSpec, chip: str | specs.Chip, precision: str,
-                  chips: int) -> ChipSpread:
-    """:func:`inferlab.parallel.chip_spread` on ``chips`` chips with the book's 10 % reserve.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    return chip_spread(model, chip, precision, chips=chips,
-                       reserve_fraction=ACTIVATION_RESERVE_FRACTION)
-
-
 def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp8",
                  *, chip: str | None = None, chips: int | None = None,
                  context_tokens: int = 1) -> FamilyFloor:
@@ -246,8 +236,9 @@ def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp
     :func:`inferlab.feasibility.layout` with the family's split (:data:`SPLIT`),
     checked for one request of ``context_tokens``, so a configuration that does not
     fit, or a tensor-parallel split beyond the chip's scale-up domain, raises
-    :class:`inferlab.feasibility.Infeasible`. The bounds are :func:`batch1_spread`
-    (batch 1, no KV cache, communication free). ``chip`` overrides the family's
+    :class:`inferlab.feasibility.Infeasible`. The bounds are
+    :func:`inferlab.parallel.chip_spread` with the 10 % reserve (batch 1, no KV cache,
+    communication free). ``chip`` overrides the family's
     reference row (:data:`FAMILY_CHIPS`).
 
     Used in chapter 'Choosing hardware'.
@@ -266,7 +257,8 @@ def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp
     split = {"tp": used} if SPLIT[family] == "tensor" else {"pp": used}
     held = layout(spec, hw, precision, **split).check(1, context_tokens)
     return FamilyFloor(family, hw.name, precision, weight_bytes(spec.params_total, precision),
-                       hold, held, batch1_spread(spec, hw, precision, used))
+                       hold, held, chip_spread(spec, hw, precision, chips=used,
+                                   reserve_fraction=ACTIVATION_RESERVE_FRACTION))
 
 
 # --------------------------------------------------------------------------------------

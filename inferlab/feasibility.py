@@ -50,6 +50,8 @@ class Infeasible(ValueError):
     """A configuration that cannot run; ``kind`` names the limit it breaks."""
 
     def __init__(self, kind: str, message: str) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"kind: {kind!r} is not one of {', '.join(KINDS)}")
         super().__init__(message)
         self.kind = kind
 

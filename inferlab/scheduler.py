@@ -203,10 +203,6 @@ class MemoryPolicy:
         """Tokens a request holds from its admission."""
         raise NotImplementedError
 
-    def admits(self, used: int, prompt_tokens: int) -> bool:
-        """Whether a request of ``prompt_tokens`` may be admitted with ``used`` tokens held."""
-        return used + self.prompt_share * prompt_tokens + self.extra <= self.capacity
-
 
 class PagedMemory(MemoryPolicy):
     """PagedAttention: memory is taken as tokens are produced (block rounding ignored).
