@@ -5,8 +5,10 @@ LoadGen, that decides *when* queries are sent and then judges whether the run
 counts. The same machine gives a different number under each scenario:
 
 - **Single-Stream**: the next query is sent when the previous one has finished
-  (a closed loop of one user). The result is a latency: LoadGen's early-stopping
-  estimate of the 90th percentile of query latency.
+  (a closed loop of one user). The result is a latency: the plain 90th percentile
+  of query latency (LLM benchmarks set ``use_token_latencies = 1``, so early
+  stopping runs on TTFT and TPOT and only asks for enough queries; its
+  percentile estimates are reported beside the result, not as it).
 - **Offline**: every sample is sent at once; the result is output tokens per
   second, tokens over the time until the last sample finished. No latency bound.
 - **Server**: queries arrive as a Poisson process at a target rate. The run is
@@ -15,7 +17,9 @@ counts. The same machine gives a different number under each scenario:
   passes for each; the result is LoadGen's "completed tokens per second": every
   output token over the time at which the *last scheduled* query finished
   (``final_query_all_samples_done_time``), which can come before a long query
-  scheduled earlier finishes.
+  scheduled earlier finishes. LoadGen also reports the completed and the
+  scheduled samples per second, ``(n - 1)`` over that finish time and over the
+  last query's scheduled time.
 - **Interactive**: the Server scenario with tighter bounds (in MLPerf a separate
   benchmark, e.g. ``llama2-70b-interactive``, run in the Server scenario).
 
@@ -27,14 +31,24 @@ and the MLPerf Inference rules, section "Early stopping"):
 - **minimum query count**: 100 queries (LoadGen's default ``min_query_count``)
   for Server and Single-Stream; for Offline the model's sample count (24,576 for
   llama2-70b);
+- **equal issue** (``sample_concatenate_permutation = 1`` for the LLM benchmarks
+  in ``mlperf.conf``): the number of queries is padded up to a whole number of
+  passes over the performance dataset (24,576 samples for llama2-70b), and a
+  Server run that reaches that count before the minimum duration gets one more
+  pass at a time (``GenerateQueries`` in ``loadgen/loadgen.cc``,
+  :func:`queries_to_issue`); Offline pads its sample count the same way, and
+  Single-Stream pads its minimum query count
+  (``loadgen/test_settings_internal.cc``);
 - **performance constraints** (Server, Interactive): LoadGen's p99 of TTFT and of
   TPOT at most the bounds, where LoadGen's percentile is the sorted value at index
   ``floor(n x p)`` (:func:`loadgen_percentile`);
-- **early stopping** (:func:`min_passing_queries`), applied to TTFT and to TPOT
-  separately.
+- **early stopping** (:func:`min_passing_queries`), applied to TPOT and then to
+  TTFT; if TPOT fails LoadGen does not evaluate TTFT (``results.cc`` joins the
+  two with ``&&``).
 
-TPOT of a query is MLPerf's: ``(latency - first-token latency) / (tokens - 1)``;
-a one-token answer has no gap and counts as 0 here.
+TPOT of a query is MLPerf's: ``(latency - first-token latency) / (tokens - 1)``.
+A one-token answer has no TPOT: LoadGen logs it as a runtime error ("Number of
+tokens need to be greater than 1"), and :func:`judge` raises ``ValueError``.
 
 The system is ``replicas`` copies of one :class:`inferlab.steptime.Replica`
 (data parallel); queries are dealt to them round-robin, as a simple harness
@@ -114,6 +128,13 @@ MLPERF_MIN_QUERIES = 100
 
 #: Offline's minimum sample count per model (``<model>.Offline.min_query_count``).
 OFFLINE_MIN_SAMPLES = MappingProxyType({
+    "llama2-70b": 24_576, "llama3.1-8b": 13_368, "llama3.1-405b": 8_313,
+})
+
+#: The performance dataset of each benchmark, in samples
+#: (``<model>.*.performance_sample_count_override`` in ``mlperf.conf``): what equal-issue
+#: mode pads the query count to a multiple of.
+PERFORMANCE_SAMPLE_COUNT = MappingProxyType({
     "llama2-70b": 24_576, "llama3.1-8b": 13_368, "llama3.1-405b": 8_313,
 })
 
@@ -274,9 +295,20 @@ class EarlyStopping:
     needed: int
     passed: bool
     more_queries: int
+    percentile: float = 0.99
+    estimate_s: float | None = None
+    discarded: int | None = None
 
     def text(self) -> str:
         """LoadGen's wording of the verdict."""
+        if self.estimate_s is not None or not math.isfinite(self.bound_s):
+            if not self.passed:
+                return (f" * Only processed {self.queries} queries.\n * Need to process at "
+                        f"least {self.needed} queries for early stopping.")
+            return (f" * Processed at least {self.needed} queries ({self.queries}).\n"
+                    f" * Would discard {self.discarded} highest latency queries.\n"
+                    f" * Early stopping {self.percentile * 100:.1f}th percentile estimate: "
+                    f"{self.estimate_s:.6f} s")
         if self.passed:
             return " * Run successful."
         return (f" * Run unsuccessful.\n * Processed {self.queries} queries.\n"
@@ -302,7 +334,32 @@ def early_stopping(latencies_s, bound_s: float, percentile: float = 0.99,
     n = int(values.size)
     t = int(np.sum(values > bound_s))
     needed = min_queries_for_early_stopping(t, percentile, confidence)
-    return EarlyStopping(metric, n, t, float(bound_s), needed, n >= needed, max(0, needed - n))
+    return EarlyStopping(metric, n, t, float(bound_s), needed, n >= needed, max(0, needed - n),
+                         float(percentile))
+
+
+def single_stream_early_stopping(latencies_s, percentile: float = 0.90,
+                                 confidence: float = EARLY_STOPPING_CONFIDENCE, *,
+                                 metric: str = "latency") -> EarlyStopping:
+    """Single-Stream's early-stopping verdict on one latency metric, with its estimate.
+
+    The test has no bound: it passes if the run holds at least
+    ``min_queries_for_early_stopping(1, percentile)`` queries (64 at p90), and then
+    reports :func:`early_stopping_estimate` and how many top latencies it discards
+    (``EarlyStopping`` in ``loadgen/results.cc``). ``bound_s`` is NaN.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    values = np.asarray(latencies_s, dtype=float)
+    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
+        raise ValueError("latencies_s: give a non-empty 1-D array of finite latencies")
+    n = int(values.size)
+    p = _check_fraction("percentile", percentile)
+    needed = min_queries_for_early_stopping(1, p, confidence)
+    if n < needed:
+        return EarlyStopping(metric, n, 0, math.nan, needed, False, needed - n, p)
+    estimate, discarded = early_stopping_estimate(values, p, confidence)
+    return EarlyStopping(metric, n, 0, math.nan, needed, True, 0, p, estimate, discarded)
 
 
 def early_stopping_estimate(latencies_s, percentile: float = 0.90,
@@ -349,6 +406,15 @@ def loadgen_percentile(values, percentile: float) -> float:
 # --------------------------------------------------------------------------------------
 # Runs and rules
 # --------------------------------------------------------------------------------------
+
+
+def _check_token_counts(tokens: np.ndarray) -> None:
+    short = np.flatnonzero(tokens < 2)
+    if short.size:
+        raise ValueError(f"output_tokens: query {int(short[0])} produced {int(tokens[short[0]])} "
+                         f"token(s) ({short.size} such queries); LoadGen's token latencies need "
+                         "at least 2 per query (it logs 'Number of tokens need to be greater "
+                         "than 1' as a runtime error)")
 
 
 @dataclass(frozen=True, eq=False)
@@ -402,6 +468,12 @@ class QueryLog:
         order = np.argsort(parts[0], kind="stable")
         return cls(*(part[order] for part in parts))
 
+    def head(self, n: int) -> QueryLog:
+        """The first ``n`` queries (by position) as a log of their own."""
+        n = _check_count("n", n, 1)
+        return QueryLog(self.issued_s[:n], self.first_token_s[:n], self.finish_s[:n],
+                        self.output_tokens[:n])
+
     @property
     def ttft_s(self) -> np.ndarray:
         """Time to first token of every query."""
@@ -414,9 +486,13 @@ class QueryLog:
 
     @property
     def tpot_s(self) -> np.ndarray:
-        """MLPerf's time per output token, ``(latency - TTFT) / (tokens - 1)``; 0 for one token."""
-        gaps = np.maximum(self.output_tokens - 1, 1)
-        return np.where(self.output_tokens > 1, (self.finish_s - self.first_token_s) / gaps, 0.0)
+        """MLPerf's time per output token, ``(latency - TTFT) / (tokens - 1)``.
+
+        Raises ``ValueError`` if a query produced one token: it has no TPOT, and
+        LoadGen logs it as a runtime error.
+        """
+        _check_token_counts(self.output_tokens)
+        return (self.finish_s - self.first_token_s) / (self.output_tokens - 1)
 
     @property
     def tokens(self) -> int:
@@ -432,6 +508,11 @@ class RunRules:
     Interactive and Single-Stream; ``offline_min_samples`` to Offline;
     ``scale`` is the factor applied to MLPerf's duration and Offline sample count
     (1 for the real rules), kept so that a summary can say it was scaled down.
+    ``equal_issue`` is LoadGen's equal-issue mode (``sample_concatenate_permutation``):
+    query and sample counts padded to a multiple of ``dataset_samples``, the
+    performance dataset's size. It is off by default, so that hand-built rules
+    mean what their numbers say; :func:`mlperf_rules` turns it on as ``mlperf.conf``
+    does for the LLM benchmarks.
 
     Used in chapter 'Benchmark scenarios'.
     """
@@ -441,6 +522,8 @@ class RunRules:
     offline_min_samples: int = OFFLINE_MIN_SAMPLES["llama2-70b"]
     confidence: float = EARLY_STOPPING_CONFIDENCE
     scale: float = 1.0
+    equal_issue: bool = False
+    dataset_samples: int = PERFORMANCE_SAMPLE_COUNT["llama2-70b"]
 
     def __post_init__(self) -> None:
         if (not isinstance(self.min_duration_s, numbers.Real)
@@ -450,14 +533,31 @@ class RunRules:
         _check_count("min_queries", self.min_queries, 1)
         _check_count("offline_min_samples", self.offline_min_samples, 1)
         _check_fraction("confidence", self.confidence)
+        if not isinstance(self.equal_issue, bool):
+            raise ValueError(f"equal_issue: {self.equal_issue!r} is not allowed; give True or "
+                             "False")
+        _check_count("dataset_samples", self.dataset_samples, 1)
+
+    def pad(self, count: int) -> int:
+        """``count`` rounded up to a whole number of dataset passes under equal issue
+        (unchanged without it, or if it is already a multiple), as ``GenerateQueries``
+        pads ``min_queries`` and Offline's ``samples_per_query``."""
+        count = _check_count("count", count, 1)
+        if not self.equal_issue or count % self.dataset_samples == 0:
+            return count
+        return count + self.dataset_samples - count % self.dataset_samples
 
 
 def mlperf_rules(model: str = "llama2-70b", *, scale: float = 1.0) -> RunRules:
-    """MLPerf's run rules for ``model``, with the duration and Offline samples times ``scale``.
+    """MLPerf's run rules for ``model``, with the duration and sample counts times ``scale``.
 
-    ``scale`` in (0, 1] shortens runs for a page that must execute quickly; the
-    query minimum (100) and the early-stopping test are never scaled, because
-    they are what makes a percentile trustworthy.
+    Equal issue is on, with the model's :data:`PERFORMANCE_SAMPLE_COUNT` as the
+    dataset (``mlperf.conf`` sets ``sample_concatenate_permutation = 1`` for every
+    LLM benchmark here). ``scale`` in (0, 1] shortens runs for a page that must
+    execute quickly: it multiplies the minimum duration, the Offline sample count
+    and the dataset that equal issue pads to, so a scaled run is a scaled copy of a
+    real one. The query minimum (100) and the early-stopping test are never scaled,
+    because they are what makes a percentile trustworthy.
 
     Used in chapter 'Benchmark scenarios'.
     """
@@ -468,7 +568,8 @@ def mlperf_rules(model: str = "llama2-70b", *, scale: float = 1.0) -> RunRules:
         raise ValueError(f"scale: {scale!r} is not allowed; give a number in (0, 1]")
     return RunRules(min_duration_s=MLPERF_MIN_DURATION_S * scale,
                     offline_min_samples=max(1, math.ceil(OFFLINE_MIN_SAMPLES[model] * scale)),
-                    scale=float(scale))
+                    scale=float(scale), equal_issue=True,
+                    dataset_samples=max(1, math.ceil(PERFORMANCE_SAMPLE_COUNT[model] * scale)))
 
 
 @dataclass(frozen=True)
@@ -476,10 +577,13 @@ class Summary:
     """A run judged as LoadGen judges it, in the shape of ``mlperf_log_summary.txt``.
 
     ``result`` is in ``unit``: output tokens per second for Offline, Server and
-    Interactive; seconds (the early-stopping p90 latency estimate) for
+    Interactive; seconds (the plain 90th percentile of query latency) for
     Single-Stream. ``valid`` is the verdict and ``reasons`` says why not.
     ``ttft_p99_s`` and ``tpot_p99_s`` are LoadGen's percentiles (p90 for
-    Single-Stream). ``log`` is the run itself.
+    Single-Stream). ``early`` holds the early-stopping verdicts in the order LoadGen
+    evaluates them, TPOT then TTFT, and TTFT only if TPOT passed.
+    ``scheduled_samples_per_s`` and ``completed_samples_per_s`` are Server's
+    ``(n - 1)`` over the last query's scheduled and finish times. ``log`` is the run.
 
     Used in chapter 'Benchmark scenarios'.
     """
@@ -503,9 +607,16 @@ class Summary:
     rules: RunRules
     rate_per_s: float | None = None
     log: QueryLog | None = field(default=None, repr=False)
+    scheduled_samples_per_s: float | None = None
+    completed_samples_per_s: float | None = None
+
+    def early_stopping(self, metric: str) -> EarlyStopping | None:
+        """The early-stopping verdict on ``metric`` ("ttft" or "tpot"), or ``None`` if
+        LoadGen did not evaluate it."""
+        return next((verdict for verdict in self.early if verdict.metric == metric), None)
 
     def text(self) -> str:
-        """The summary as LoadGen prints it (abridged)."""
+        """The summary as LoadGen prints it (abridged; seconds where LoadGen prints ns)."""
         def yes(flag):
             return "Yes" if flag else "NO"
 
@@ -513,9 +624,13 @@ class Summary:
                  f"SUT name : {self.system}", f"Scenario : {self.scenario}",
                  "Mode     : PerformanceOnly"]
         if self.scenario == "SingleStream":
-            lines.append(f"90th percentile latency (s) : {self.result:.3f}")
+            lines.append(f"90.0th percentile latency (s) : {self.result:.6f}")
+            lines.append(f"90.0th first token percentile latency (s) : {self.ttft_p99_s:.6f}")
+        elif self.scenario == "Offline":
+            lines.append(f"Tokens per second: {self.result:,.2f}")
         else:
-            lines.append(f"Tokens per second : {self.result:,.1f}")
+            lines.append(f"Completed samples per second    : {self.completed_samples_per_s:.2f}")
+            lines.append(f"Completed tokens per second: {self.result:,.2f}")
         lines.append(f"Result is : {'VALID' if self.valid else 'INVALID'}")
         if self.perf_constraints_met is not None:
             lines.append(f"  Performance constraints satisfied : {yes(self.perf_constraints_met)}")
@@ -526,9 +641,13 @@ class Summary:
         if self.reasons:
             lines.append("Why not valid:")
             lines.extend(f" * {reason}" for reason in self.reasons)
-        for verdict in self.early:
-            lines.append(f"{verdict.metric.upper()} Early Stopping Result:")
-            lines.append(verdict.text())
+        if self.early_stopping_met is not None:
+            for metric in ("ttft", "tpot"):
+                verdict = self.early_stopping(metric)
+                lines.append(f"{metric.upper()} Early Stopping Result:")
+                lines.append(verdict.text() if verdict is not None else "")
+        if self.scheduled_samples_per_s is not None:
+            lines.append(f"Scheduled samples per second : {self.scheduled_samples_per_s:.2f}")
         if self.rules.scale != 1:
             lines.append(f"(Run rules scaled by {self.rules.scale:g}: minimum duration "
                          f"{self.rules.min_duration_s:g} s.)")
@@ -537,14 +656,17 @@ class Summary:
 
 def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
           rules: RunRules | None = None, system: str = "modelled system",
-          rate_per_s: float | None = None) -> Summary:
+          rate_per_s: float | None = None, limit: LatencyBounds | None = None) -> Summary:
     """Judge a run as LoadGen would, and compute its result.
 
     Checks, per scenario: minimum duration, minimum query (or sample) count,
     and for Server and Interactive the p99 TTFT and TPOT against
-    :func:`bounds` and early stopping on each; for Single-Stream early stopping
-    at the 90th percentile. Raises ``ValueError`` for an unknown scenario or
-    model, or a log that is not a :class:`QueryLog`.
+    :func:`bounds` (or ``limit``, for a run with bounds of its own) and early
+    stopping on TPOT, then on TTFT if TPOT passed; for Single-Stream the same
+    order of early-stopping tests at the 90th percentile, which ask only for
+    enough queries. Every scenario uses token latencies, so a one-token answer
+    raises ``ValueError``, as do an unknown scenario or model, or a log that is not
+    a :class:`QueryLog`.
 
     Used in chapter 'Benchmark scenarios'.
     """
@@ -553,6 +675,9 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
         raise ValueError("log: give a QueryLog (QueryLog.from_results or run_scenario)")
     if model not in BOUNDS:
         raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
+    if limit is not None and not isinstance(limit, LatencyBounds):
+        raise ValueError(f"limit: {limit!r} is not a LatencyBounds")
+    _check_token_counts(log.output_tokens)
     rules = mlperf_rules(model) if rules is None else rules
     n = len(log)
     start = 0.0  # LoadGen's clock starts with the test, not with the first query
@@ -560,6 +685,7 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
     early: list[EarlyStopping] = []
     perf_met = early_met = None
     ttft_p99 = tpot_p99 = float("nan")
+    scheduled_rate = completed_rate = None
     if scenario == "Offline":
         duration = float(np.max(log.finish_s)) - start
         min_queries_met = n >= rules.offline_min_samples
@@ -575,17 +701,17 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
         p = TARGET_PERCENTILE[scenario]
         ttft_p99 = loadgen_percentile(log.ttft_s, p)
         tpot_p99 = loadgen_percentile(log.tpot_s, p)
-        unit = "s"
-        try:
-            result, _ = early_stopping_estimate(log.latency_s, p, rules.confidence)
-            early_met = True
-        except ValueError:
-            early_met = False
-            result = loadgen_percentile(log.latency_s, p)
-            need = min_queries_for_early_stopping(1, p, rules.confidence)
-            reasons.append(f"early stopping needs at least {need} queries; the run has {n}")
+        result, unit = loadgen_percentile(log.latency_s, p), "s"
+        early = [single_stream_early_stopping(log.tpot_s, p, rules.confidence, metric="tpot")]
+        if early[0].passed:
+            early.append(single_stream_early_stopping(log.ttft_s, p, rules.confidence,
+                                                      metric="ttft"))
+        early_met = all(verdict.passed for verdict in early)
+        if not early_met:
+            reasons.append(f"early stopping needs at least {early[0].needed} queries; the run "
+                           f"has {n}")
     elif scenario in BOUNDED_SCENARIOS:
-        limit = bounds(model, scenario)
+        limit = bounds(model, scenario) if limit is None else limit
         p = TARGET_PERCENTILE[scenario]
         ttft_p99 = loadgen_percentile(log.ttft_s, p)
         tpot_p99 = loadgen_percentile(log.tpot_s, p)
@@ -598,8 +724,11 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
             perf_met = False
             reasons.append(f"p99 TPOT {tpot_p99 * 1e3:,.1f} ms is over the "
                            f"{limit.tpot_s * 1e3:,.0f} ms bound")
-        early = [early_stopping(log.ttft_s, limit.ttft_s, p, rules.confidence, metric="ttft"),
-                 early_stopping(log.tpot_s, limit.tpot_s, p, rules.confidence, metric="tpot")]
+        # TPOT first; LoadGen evaluates TTFT only if TPOT passed (results.cc, `&&`).
+        early = [early_stopping(log.tpot_s, limit.tpot_s, p, rules.confidence, metric="tpot")]
+        if early[0].passed:
+            early.append(early_stopping(log.ttft_s, limit.ttft_s, p, rules.confidence,
+                                        metric="ttft"))
         early_met = all(verdict.passed for verdict in early)
         for verdict in early:
             if not verdict.passed:
@@ -611,7 +740,11 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
         # last *scheduled* query finished (final_query_all_samples_done_time in
         # loadgen/results.cc), not the latest finish of any query.
         last = int(np.argmax(log.issued_s))
-        result, unit = log.tokens / (float(log.finish_s[last]) - start), "tokens/s"
+        done = float(log.finish_s[last]) - start
+        result, unit = log.tokens / done, "tokens/s"
+        scheduled = float(log.issued_s[last]) - start
+        completed_rate = (n - 1) / done if done > 0 else math.nan
+        scheduled_rate = (n - 1) / scheduled if scheduled > 0 else math.nan
     min_duration_met = duration >= rules.min_duration_s
     if not min_duration_met:
         reasons.insert(0, f"ran {duration:,.1f} s, short of the minimum "
@@ -620,7 +753,8 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
         and early_met is not False
     return Summary(scenario, model, system, float(result), unit, valid, tuple(reasons), n,
                    duration, min_duration_met, min_queries_met, perf_met, early_met,
-                   float(ttft_p99), float(tpot_p99), tuple(early), rules, rate_per_s, log)
+                   float(ttft_p99), float(tpot_p99), tuple(early), rules, rate_per_s, log,
+                   scheduled_rate, completed_rate)
 
 
 # --------------------------------------------------------------------------------------
@@ -656,6 +790,9 @@ class System:
 class Workload:
     """Prompt and output lengths, and the seed that fixes every draw.
 
+    Answers are at least two tokens long: LoadGen's token latencies have no TPOT
+    for a one-token answer and log it as an error.
+
     Draws are prefix-consistent: the first ``n`` queries are the same whatever
     the total, so a longer run only adds queries and runs at different rates
     differ only in how fast the same queries come (common random numbers).
@@ -664,7 +801,7 @@ class Workload:
     """
 
     prompt: Lengths = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)
-    output: Lengths = Lengths(294, cv=1.0, min_tokens=1, max_tokens=1024)
+    output: Lengths = Lengths(294, cv=1.0, min_tokens=2, max_tokens=1024)
     seed: int = 0
 
     def lengths(self, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -710,17 +847,78 @@ def _check_rate(rate_per_s) -> float:
     return float(rate_per_s)
 
 
+def queries_to_issue(scheduled_s, rules: RunRules) -> int:
+    """How many queries of a Server schedule LoadGen issues, given their scheduled times.
+
+    ``GenerateQueries`` (``loadgen/loadgen.cc``) keeps adding queries while the last
+    one is scheduled before the minimum duration or the count is below the minimum.
+    Under equal issue the minimum starts padded to a whole number of dataset passes
+    (:meth:`RunRules.pad`) and grows by one pass whenever it is reached before the
+    minimum duration, so the count is the first ``pad(min_queries) + k x dataset``
+    whose last query is scheduled at or after ``min_duration_s``.
+
+    ``scheduled_s`` is the schedule in seconds, sorted, long enough to hold the
+    answer; raises ``ValueError`` if it is not.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    times = np.asarray(scheduled_s, dtype=float)
+    if times.ndim != 1 or times.size == 0 or np.any(np.diff(times) < 0):
+        raise ValueError("scheduled_s: give a non-empty, sorted 1-D array of times")
+    if not isinstance(rules, RunRules):
+        raise ValueError(f"rules: {rules!r} is not a RunRules")
+    reached = int(np.searchsorted(times, rules.min_duration_s, side="left"))
+    if reached == times.size:
+        raise ValueError(f"scheduled_s: {times.size} queries end at {times[-1]:.3f} s, "
+                         f"before the minimum duration {rules.min_duration_s:g} s")
+    first_past = reached + 1
+    count = rules.pad(rules.min_queries)
+    if rules.equal_issue and first_past > count:
+        count += math.ceil((first_past - count) / rules.dataset_samples) * rules.dataset_samples
+    count = max(count, first_past)
+    if count > times.size:
+        raise ValueError(f"scheduled_s: LoadGen would issue {count} queries; the schedule "
+                         f"holds {times.size}")
+    return count
+
+
 def server_query_count(rate_per_s: float, workload: Workload, rules: RunRules) -> int:
-    """How many queries LoadGen schedules at ``rate_per_s``: until the last one is scheduled
-    at or after the minimum duration, and at least the minimum query count."""
+    """How many queries LoadGen schedules at ``rate_per_s``: :func:`queries_to_issue` over
+    the workload's Poisson schedule.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
     rate = _check_rate(rate_per_s)
-    n = max(rules.min_queries, math.ceil(rate * rules.min_duration_s * 1.2) + 16)
-    arrivals = workload.unit_arrivals(n) / rate
-    while arrivals[-1] < rules.min_duration_s:
-        n *= 2
-        arrivals = workload.unit_arrivals(n) / rate
-    first_past = int(np.searchsorted(arrivals, rules.min_duration_s, side="left")) + 1
-    return max(rules.min_queries, first_past)
+    extra = rules.dataset_samples if rules.equal_issue else 0
+    n = max(rules.pad(rules.min_queries), math.ceil(rate * rules.min_duration_s * 1.2) + 16)
+    while True:
+        arrivals = workload.unit_arrivals(n + extra) / rate
+        try:
+            return queries_to_issue(arrivals, rules)
+        except ValueError:
+            n *= 2
+
+
+def single_stream_min_queries(rules: RunRules, expected_latency_s: float) -> int:
+    """Single-Stream's minimum query count as ``TestSettingsInternal`` sets it.
+
+    Without equal issue, ``rules.min_queries``. With it, LoadGen first raises the
+    minimum to the queries the submitter's expected latency would fit in twice the
+    minimum duration (``2 x min_duration / expected latency``, truncated), then adds
+    ``dataset - count % dataset``: the next multiple of the dataset, a whole extra
+    pass if the count already is one (``loadgen/test_settings_internal.cc``).
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if (not isinstance(expected_latency_s, numbers.Real) or isinstance(expected_latency_s, bool)
+            or not math.isfinite(expected_latency_s) or expected_latency_s <= 0):
+        raise ValueError(f"expected_latency_s: {expected_latency_s!r} is not allowed; give a "
+                         "positive number of seconds")
+    count = rules.min_queries
+    if not rules.equal_issue:
+        return count
+    count = max(count, int(2 * rules.min_duration_s / expected_latency_s))
+    return count + rules.dataset_samples - count % rules.dataset_samples
 
 
 def run_scenario(system: System, scenario: str, *, workload: Workload | None = None,
@@ -764,30 +962,43 @@ def run_scenario(system: System, scenario: str, *, workload: Workload | None = N
         log = _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
     else:
         n = queries or rules.min_queries
-        while True:
-            prompts, outputs = workload.lengths(n)
-            closed = Requests(np.full(n, np.nan), prompts, outputs, "closed", 1)
-            closed.arrival_s[0] = 0.0
-            run = simulate(system.replica, closed, system.scheduler)
-            log = QueryLog.from_results([run])
-            last_issue = float(np.max(log.issued_s))
-            if queries or last_issue >= rules.min_duration_s:
-                break
-            n = max(n + 1, math.ceil(n * rules.min_duration_s / max(last_issue, 1e-9) * 1.05))
+        log = _single_stream(system, workload, n)
+        if not queries:
+            # The submitter's expected latency: the mean over a pilot of min_queries queries.
+            floor = single_stream_min_queries(rules, float(np.mean(log.latency_s)))
+            n = max(n, floor)
+            while True:
+                log = _single_stream(system, workload, n)
+                last_issue = float(np.max(log.issued_s))
+                if last_issue >= rules.min_duration_s:
+                    break
+                n = max(n + 1, math.ceil(n * rules.min_duration_s / max(last_issue, 1e-9) * 1.05))
+            # LoadGen stops issuing once both the count and the duration are met.
+            past = int(np.searchsorted(log.issued_s, rules.min_duration_s, side="left")) + 1
+            log = log.head(max(floor, past))
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
+
+
+def _single_stream(system: System, workload: Workload, n: int) -> QueryLog:
+    """The first ``n`` queries of the workload, one at a time on one replica."""
+    prompts, outputs = workload.lengths(n)
+    closed = Requests(np.full(n, np.nan), prompts, outputs, "closed", 1)
+    closed.arrival_s[0] = 0.0
+    return QueryLog.from_results([simulate(system.replica, closed, system.scheduler)])
 
 
 def _offline_count(system: System, workload: Workload, rules: RunRules) -> int:
     """Samples for an Offline run: the minimum, or more if they finish before the minimum
-    duration (scaled up from the last try, with LoadGen's 10 % slack, until they last)."""
-    n = rules.offline_min_samples
+    duration (scaled up from the last try, with LoadGen's 10 % slack, until they last),
+    padded to whole dataset passes under equal issue."""
+    n = rules.pad(rules.offline_min_samples)
     while True:
         prompts, outputs = workload.lengths(n)
         took = float(np.max(_serve(system, np.zeros(n), prompts, outputs,
                                    "all_at_once").finish_s))
         if took >= rules.min_duration_s:
             return n
-        n = max(n + 1, math.ceil(n / took * rules.min_duration_s * 1.1))
+        n = rules.pad(max(n + 1, math.ceil(n / took * rules.min_duration_s * 1.1)))
 
 
 def offline_rate_per_s(system: System, workload: Workload | None = None,

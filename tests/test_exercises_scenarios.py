@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from inferlab.calibration import ASSUMED
@@ -9,10 +10,13 @@ from inferlab.claims import card, claim_from_result
 from inferlab.data import result
 from inferlab.loadgen import (
     BOUNDS,
+    QueryLog,
+    RunRules,
     System,
     bounds,
     early_stopping,
     example_system,
+    judge,
     loadgen_percentile,
     min_queries_for_early_stopping,
     mlperf_rules,
@@ -42,9 +46,20 @@ def test_ex_scen_more():
 
 
 def test_ex_scen_slowest():
-    rules = mlperf_rules()
-    rates = [min_queries_for_early_stopping(slow) / rules.min_duration_s for slow in (0, 1)]
+    plain = RunRules()  # LoadGen's defaults: 600 s, 100 queries, no equal issue
+    rates = [min_queries_for_early_stopping(slow) / plain.min_duration_s for slow in (0, 1)]
     assert rates == pytest.approx([459 / 600, 662 / 600])
+    # Below that rate LoadGen does not issue more: the run ends at the minimum duration
+    # and is invalid, all queries fast or not.
+    n = 300
+    issued = np.linspace(2.0, 600.0, n)
+    slow = judge(QueryLog(issued, issued + 0.5, issued + 5.5, np.full(n, 101)), "Server",
+                 rules=plain)
+    assert slow.min_duration_met and slow.min_queries_met and slow.perf_constraints_met
+    assert not slow.early_stopping_met and not slow.valid
+    assert slow.queries == n
+    # Under llama2-70b's equal issue a run holds at least one pass of 24,576 queries.
+    assert mlperf_rules().pad(plain.min_queries) == 24_576 > min_queries_for_early_stopping(1)
 
 
 def test_ex_scen_tp8():
@@ -58,15 +73,15 @@ def test_ex_scen_tp8():
     tp8 = run_scenario(System("8x H200, TP8", wide, 1), "SingleStream")
     ratio = single.result / tp8.result
     assert single.valid and tp8.valid
-    assert tp8.queries > single.queries  # more queries fit in the minimum duration
-    assert ratio > 4
+    # Equal issue: both runs are one pass over the 24,576-sample dataset, the same queries.
+    assert single.queries == tp8.queries == 24_576
     # The step shrinks far less than eightfold (the fixed cost stays, all-reduces are new),
-    # and the p90 ratio exceeds the step's because the longer run trims more of the tail.
+    # and the plain p90 of a lone query's latency shrinks by the step's ratio.
     step_ratio = one.decode_step_s(1, 600) / wide.decode_step_s(1, 600)
     assert 3 < step_ratio < 6
     assert wide.allreduce_s(1) == pytest.approx(
         160 * (5e-6 + 7 * 8192 * 2 / 450e9))  # 80 layers x 2 one-shot all-reduces
-    assert ratio > step_ratio
+    assert ratio == pytest.approx(step_ratio, rel=0.02)
 
 
 def test_ex_scen_405b():

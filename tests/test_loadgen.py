@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -141,16 +142,26 @@ def test_meeting_the_p99_but_failing_early_stopping_is_invalid():
     assert summary.perf_constraints_met
     assert not summary.early_stopping_met
     assert not summary.valid
-    ttft = summary.early[0]
+    ttft = summary.early_stopping("ttft")
     assert ttft.metric == "ttft" and ttft.overlatency == 3
     assert ttft.more_queries == lg.min_queries_for_early_stopping(3) - 600
     assert any("early stopping on TTFT" in reason for reason in summary.reasons)
 
 
 def test_early_stopping_applies_to_tpot_separately():
+    # TTFT would pass; TPOT fails, and LoadGen then does not evaluate TTFT at all.
     summary = lg.judge(server_log(600, slow_tpot=2), "Server")
-    assert summary.early[0].passed and not summary.early[1].passed
+    assert [verdict.metric for verdict in summary.early] == ["tpot"]
+    assert not summary.early_stopping("tpot").passed
+    assert summary.early_stopping("ttft") is None
     assert not summary.valid
+    assert "TTFT Early Stopping Result:\n\nTPOT" in summary.text()
+
+
+def test_early_stopping_runs_tpot_first_then_ttft():
+    summary = lg.judge(server_log(600, slow_ttft=3), "Server")
+    assert [verdict.metric for verdict in summary.early] == ["tpot", "ttft"]
+    assert summary.early_stopping("tpot").passed and not summary.early_stopping("ttft").passed
 
 
 def test_one_short_of_the_minimum_duration_is_invalid():
@@ -193,9 +204,18 @@ def test_offline_needs_its_sample_count_and_duration():
 
 
 def test_tpot_is_mlperfs_definition():
+    log = lg.QueryLog([0.0, 0.0], [1.0, 1.0], [3.0, 2.0], [5, 3])
+    assert log.tpot_s == pytest.approx([(3.0 - 1.0) / 4, (2.0 - 1.0) / 2])
+
+
+@pytest.mark.parametrize("scenario", lg.SCENARIOS)
+def test_a_one_token_answer_is_an_error_not_a_tpot_of_zero(scenario):
+    # LoadGen logs "Number of tokens need to be greater than 1" as a runtime error.
     log = lg.QueryLog([0.0, 0.0], [1.0, 1.0], [3.0, 1.0], [5, 1])
-    assert log.tpot_s[0] == pytest.approx((3.0 - 1.0) / 4)
-    assert log.tpot_s[1] == 0.0
+    with pytest.raises(ValueError, match="output_tokens: query 1 produced 1 token"):
+        _ = log.tpot_s
+    with pytest.raises(ValueError, match="output_tokens"):
+        lg.judge(log, scenario)
 
 
 def test_summary_text_has_loadgens_shape():
@@ -285,3 +305,73 @@ def test_explorer_compute_judges_against_the_chosen_bounds():
     assert view.summary.valid
     with pytest.raises(ValueError, match="scenario"):
         lg.server_explorer_compute(40.0, "Offline")
+
+
+# ---- equal issue, LoadGen's sample rates, Single-Stream's result ------------------------
+
+def test_mlperf_rules_turn_equal_issue_on_with_the_dataset():
+    rules = lg.mlperf_rules()
+    assert rules.equal_issue and rules.dataset_samples == 24_576
+    assert not lg.RunRules().equal_issue
+    assert lg.mlperf_rules("llama3.1-405b").dataset_samples == 8_313
+    assert lg.mlperf_rules(scale=0.25).dataset_samples == 6_144
+    assert rules.pad(100) == 24_576 and rules.pad(24_576) == 24_576 and rules.pad(24_577) == 49_152
+    assert lg.RunRules().pad(100) == 100
+    with pytest.raises(ValueError, match="dataset_samples"):
+        lg.RunRules(dataset_samples=0)
+
+
+def test_server_count_is_whole_passes_past_the_minimum_duration():
+    rules = lg.RunRules(min_duration_s=10.0, min_queries=5, equal_issue=True, dataset_samples=7)
+    times = np.arange(100) * 0.5  # query 21 (index 20) is the first at 10 s
+    assert lg.queries_to_issue(times, rules) == 21  # 5 -> 7 -> 14 -> 21
+    times = np.arange(100) * 0.45  # index 23 is the first at or past 10 s: 24 queries
+    assert lg.queries_to_issue(times, rules) == 28
+    plain = replace(rules, equal_issue=False)
+    assert lg.queries_to_issue(times, plain) == 24
+    with pytest.raises(ValueError, match="scheduled_s"):
+        lg.queries_to_issue(times[:20], rules)
+
+
+def test_chapter_rates_issue_what_the_issue_measured_with_loadgen():
+    # At the chapter's former rates LoadGen issues 4 and 3 passes of 24,576, not 78,682
+    # and 57,510 (issue 14, checked against the real LoadGen by its author).
+    work, rules = lg.Workload(), lg.mlperf_rules()
+    assert lg.server_query_count(131.1, work, rules) == 98_304
+    assert lg.server_query_count(95.85, work, rules) == 73_728
+    assert lg.server_query_count(131.1, work, replace(rules, equal_issue=False)) < 80_000
+
+
+def test_single_stream_minimum_pads_past_a_multiple():
+    rules = lg.RunRules(min_duration_s=0.3, min_queries=1, equal_issue=True, dataset_samples=24)
+    assert lg.single_stream_min_queries(rules, 0.01) == 72  # 60 -> 72
+    # 24 queries is already a multiple: LoadGen still adds a whole pass.
+    assert lg.single_stream_min_queries(replace(rules, min_queries=24), 1.0) == 48
+    assert lg.single_stream_min_queries(replace(rules, equal_issue=False), 0.01) == 1
+    with pytest.raises(ValueError, match="expected_latency_s"):
+        lg.single_stream_min_queries(rules, 0.0)
+
+
+def test_server_reports_scheduled_and_completed_samples_per_second():
+    summary = lg.judge(server_log(1000), "Server")
+    last = int(np.argmax(summary.log.issued_s))
+    assert summary.scheduled_samples_per_s == pytest.approx(999 / summary.log.issued_s[last])
+    assert summary.completed_samples_per_s == pytest.approx(999 / summary.log.finish_s[last])
+    text = summary.text()
+    assert "Completed samples per second" in text and "Scheduled samples per second" in text
+
+
+def test_single_stream_result_is_the_plain_p90_and_early_stopping_uses_tokens():
+    n = 200
+    issued = np.arange(n) * 30.0
+    latency = np.linspace(1.0, 20.0, n)
+    log = lg.QueryLog(issued, issued + 0.1 * latency, issued + latency, np.full(n, 50))
+    rules = lg.RunRules(min_duration_s=10.0)
+    summary = lg.judge(log, "SingleStream", rules=rules)
+    assert summary.result == pytest.approx(lg.loadgen_percentile(latency, 0.90))
+    assert summary.result < lg.early_stopping_estimate(latency, 0.90)[0]
+    assert [verdict.metric for verdict in summary.early] == ["tpot", "ttft"]
+    ttft = summary.early_stopping("ttft")
+    assert (ttft.estimate_s, ttft.discarded) == lg.early_stopping_estimate(log.ttft_s, 0.90)
+    short = lg.judge(log.head(63), "SingleStream", rules=rules)
+    assert not short.early_stopping_met and [v.metric for v in short.early] == ["tpot"]
