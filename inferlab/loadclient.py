@@ -140,6 +140,11 @@ class RequestTrace:
     choice at all (the usage chunk). ``prompt_tokens`` and
     ``completion_tokens`` are the server's usage counts (``None`` if it sent
     none). ``error`` is ``None`` for a request that succeeded.
+    ``requested_prompt_tokens`` is the prompt length the client sized (vLLM's
+    ``prompt_len``). ``output_text`` is set by the readers of other tools' files
+    (:mod:`inferlab.endpoint_metrics`) that keep chunk times but not each
+    chunk's text: the chunks then carry a placeholder and the whole text is
+    here.
     """
 
     index: int
@@ -155,6 +160,7 @@ class RequestTrace:
     error: str | None = None
     requested_prompt_tokens: int = 0
     requested_output_tokens: int = 0
+    output_text: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -163,7 +169,9 @@ class RequestTrace:
 
     @property
     def text(self) -> str:
-        """The whole generated text, the chunks joined."""
+        """The whole generated text: ``output_text`` if set, else the chunks joined."""
+        if self.output_text is not None:
+            return self.output_text
         return "".join(t for t in self.chunk_text if t)
 
 

@@ -7,7 +7,22 @@ The endpoint lab benchmarks a real HTTP endpoint on the reader's own machine.
   server-sent events (``stream: true``, with ``stream_options.include_usage``
   for a final usage chunk) or returned whole; ``max_tokens`` and
   ``ignore_eos`` (vLLM's extension) fix the output length;
-- ``GET /v1/models``; ``GET /inferlab/stats`` (the scheduler's counters).
+- ``GET /v1/models``, ``GET /v1/models/{id}``, ``GET /health`` (200 once the
+  server accepts requests, as vLLM's), ``GET /inferlab/stats`` (the scheduler's
+  counters).
+
+What real clients send is accepted as the OpenAI API defines it: a chat
+``content`` may be a string or a list of ``{"type": "text", "text": ...}``
+parts (joined with newlines, as vLLM joins them; a part of any other type is
+refused with 400 naming it), and a JSON ``null`` counts as a parameter not
+given. The server decodes greedily (sampling parameters such as
+``temperature`` change nothing); parameters whose meaning it cannot deliver
+(:data:`UNSUPPORTED`: ``logprobs``, ``echo``, ``n`` above 1, ``best_of``,
+``suffix``, ``logit_bias``, ``tools``, a non-text ``response_format``, ...) are
+refused with 400 naming the parameter rather than silently ignored.
+:func:`write_tokenizer_dir` writes the server's tokenizer as a Hugging Face
+``tokenizer.json`` folder, so tools that count tokens with a Hugging Face
+tokenizer (AIPerf, guidellm) load it offline.
 
 Continuous batching: one worker thread owns the engine. At every step it
 admits waiting requests (prefilling each prompt on its own), runs one batched
@@ -35,7 +50,7 @@ never emits an end-of-sequence token: set ``eos_token_id`` to make one id stop
 a request (unless the request sets ``ignore_eos``).
 
 Errors have OpenAI's body ``{"error": {"message", "type", "param", "code"}}``:
-malformed JSON or fields 400, an unknown model 404, a prompt (plus
+malformed JSON or fields 400, an unknown model or path 404, a wrong method 405, a prompt (plus
 ``max_tokens``) longer than the context 400, and 429 when ``max_running``
 requests are running and ``max_waiting`` more are queued (requests beyond the
 running batch wait in that queue; set ``max_waiting=0`` to refuse at once).
@@ -45,7 +60,8 @@ every open stream with ``finish_reason: "abort"`` and ``data: [DONE]``.
 
 Use it as a context manager (``with LabServer() as server: server.base_url``;
 a free port on 127.0.0.1, shut down on exit) or from the command line,
-``python -m inferlab.server --port 8000``. Used in the endpoint lab.
+``python -m inferlab.server --port 8000`` (``--model``, ``--eos-token-id`` and
+``--tokenizer-dir`` as in :func:`main`). Used in the endpoint lab.
 """
 
 from __future__ import annotations
@@ -62,10 +78,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import uvicorn
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -85,6 +103,29 @@ from inferlab.tokenizers import get_tokenizer
 
 #: The host the server binds to unless told otherwise (this machine only).
 DEFAULT_HOST = "127.0.0.1"
+
+#: Parameters the server cannot honour, each with the values that ask for nothing
+#: (and so are accepted); any other value is refused with 400 naming the parameter.
+UNSUPPORTED: dict[str, tuple] = {
+    "logprobs": (False, None),
+    "top_logprobs": (0, None),
+    "echo": (False, None),
+    "n": (1, None),
+    "best_of": (1, None),
+    "suffix": ("", None),
+    "logit_bias": ({}, None),
+    "tools": ([], None),
+    "tool_choice": ("none", "auto", None),
+    "functions": ([], None),
+    "function_call": ("none", "auto", None),
+    "response_format": ({"type": "text"}, None),
+    "stop": ([], "", None),
+    "prompt_logprobs": (0, None),
+    "guided_json": (None,),
+    "guided_regex": (None,),
+    "guided_choice": (None,),
+    "guided_grammar": (None,),
+}
 
 
 @dataclass(frozen=True)
@@ -118,6 +159,11 @@ class ServerConfig:
             value = getattr(self, argument)
             if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
                 raise ValueError(f"{argument}: got {value!r}; must be a whole number >= {minimum}")
+        eos = self.eos_token_id
+        if eos is not None and (not isinstance(eos, int) or isinstance(eos, bool) or eos < 0):
+            raise ValueError(f"eos_token_id: got {eos!r}; must be None or a token id >= 0")
+        if self.model is not None and (not isinstance(self.model, str) or not self.model):
+            raise ValueError(f"model: got {self.model!r}; must be None or a non-empty name")
         EngineConfig.named(self.size)
 
     @property
@@ -394,6 +440,66 @@ class _Detokenizer:
         return ""
 
 
+def _same(a, b) -> bool:
+    """Equal and of the same JSON kind (so ``true`` is not ``1`` and ``1`` is not ``1.0``)."""
+    return type(a) is type(b) and a == b
+
+
+def _refuse_unsupported(body: dict) -> None:
+    """Raise 400 naming the first parameter of :data:`UNSUPPORTED` set to a value that asks."""
+    for name, harmless in UNSUPPORTED.items():
+        if name in body and not any(_same(body[name], value) for value in harmless):
+            allowed = " or ".join(json.dumps(v) for v in harmless if v is not None) or "null"
+            raise APIError(400, f"{name}: got {json.dumps(body[name])}; this server cannot "
+                           f"honour it (allowed: {allowed}, or leave it out)", name,
+                           code="unsupported_parameter")
+
+
+def _chat_messages(messages) -> list[dict]:
+    """Messages with each ``content`` as one string; 400 naming what is malformed.
+
+    A ``content`` may be a string or a list of parts; text parts
+    (``{"type": "text", "text": str}``) are joined with newlines, as vLLM joins
+    them, and a part of another type (an image, audio) is refused by its type.
+    """
+    shape = "messages: required, a non-empty list of {role: str, content: str or text parts}"
+    if not isinstance(messages, list) or not messages:
+        raise APIError(400, shape, "messages")
+    out = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise APIError(400, shape, "messages")
+        content = message.get("content")
+        if isinstance(content, list):
+            texts = []
+            for part in content:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind != "text" or not isinstance(part.get("text"), str):
+                    raise APIError(400, f"messages[{index}].content: part of type {kind!r} "
+                                   "is not supported; this server reads text parts only "
+                                   '({"type": "text", "text": str})',
+                                   f"messages[{index}].content")
+                texts.append(part["text"])
+            content = "\n".join(texts)
+        elif content is None:
+            content = ""
+        if not isinstance(content, str):
+            raise APIError(400, shape, "messages")
+        out.append({"role": message["role"], "content": content})
+    return out
+
+
+async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
+    """Starlette's 404 and 405 (no such path, wrong method) with OpenAI's error body."""
+    if error.status_code == 405:
+        message = f"method {request.method} is not allowed on {request.url.path}"
+    elif error.status_code == 404:
+        message = f"no route {request.method} {request.url.path} on this server"
+    else:
+        message = str(error.detail)
+    return APIError(error.status_code, message, code=str(error.status_code)).response()
+
+
 def _chat_prompt(messages) -> str:
     """The plain chat template this server uses: ``<|role|>`` lines, then the assistant's turn."""
     parts = [f"<|{m['role']}|>\n{m['content']}\n" for m in messages]
@@ -466,11 +572,13 @@ class LabServer:
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
         self.app = Starlette(routes=[
+            Route("/health", self._health, methods=["GET"]),
             Route("/v1/models", self._models, methods=["GET"]),
+            Route("/v1/models/{model_id:path}", self._model, methods=["GET"]),
             Route("/v1/completions", self._completions, methods=["POST"]),
             Route("/v1/chat/completions", self._chat, methods=["POST"]),
             Route("/inferlab/stats", self._stats, methods=["GET"]),
-        ])
+        ], exception_handlers={HTTPException: _http_error})
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -551,10 +659,24 @@ class LabServer:
 
     # -- handlers ----------------------------------------------------------------------------
 
+    def _model_card(self) -> dict:
+        name = self.config.model_name
+        return {"id": name, "object": "model", "created": 0, "owned_by": "inferlab",
+                "root": name, "parent": None, "max_model_len": self.config.context_tokens}
+
+    async def _health(self, request: Request) -> JSONResponse:
+        return JSONResponse({})
+
     async def _models(self, request: Request) -> JSONResponse:
-        return JSONResponse({"object": "list", "data": [{
-            "id": self.config.model_name, "object": "model", "created": 0,
-            "owned_by": "inferlab", "max_model_len": self.config.context_tokens}]})
+        return JSONResponse({"object": "list", "data": [self._model_card()]})
+
+    async def _model(self, request: Request) -> JSONResponse:
+        model_id = request.path_params["model_id"]
+        if model_id != self.config.model_name:
+            return APIError(404, f"The model `{model_id}` does not exist; this server serves "
+                            f"`{self.config.model_name}`", "model",
+                            code="model_not_found").response()
+        return JSONResponse(self._model_card())
 
     async def _stats(self, request: Request) -> JSONResponse:
         return JSONResponse(asdict(self.stats()))
@@ -603,14 +725,10 @@ class LabServer:
         if model != self.config.model_name:
             raise APIError(404, f"The model `{model}` does not exist; this server serves "
                            f"`{self.config.model_name}`", "model", code="model_not_found")
+        body = {key: value for key, value in body.items() if value is not None}
+        _refuse_unsupported(body)
         if chat:
-            messages = body.get("messages")
-            if (not isinstance(messages, list) or not messages or not all(
-                    isinstance(m, dict) and isinstance(m.get("role"), str)
-                    and isinstance(m.get("content"), str) for m in messages)):
-                raise APIError(400, "messages: required, a non-empty list of "
-                               "{role: str, content: str}", "messages")
-            prompt_ids = self.tokenizer.encode(_chat_prompt(messages))
+            prompt_ids = self.tokenizer.encode(_chat_prompt(_chat_messages(body.get("messages"))))
         else:
             prompt = body.get("prompt")
             if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
@@ -627,8 +745,6 @@ class LabServer:
             prompt_ids = [0]  # an empty prompt still needs one position to predict from
         key = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
         max_tokens = body.get(key, self.config.default_max_tokens)
-        if max_tokens is None:
-            max_tokens = self.config.default_max_tokens
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise APIError(400, f"{key}: got {max_tokens!r}; must be an integer >= 1", key)
         context = self.config.context_tokens
@@ -648,8 +764,6 @@ class LabServer:
                                                            bool):
             raise APIError(400, "stream_options: must be an object with a boolean "
                            "include_usage", "stream_options")
-        if body.get("n", 1) != 1:
-            raise APIError(400, "n: this server generates one choice per request", "n")
         vocab = self.engine.config.vocab_size
         return {"chat": chat, "stream": stream, "max_tokens": max_tokens,
                 "ignore_eos": ignore_eos, "include_usage": options.get("include_usage", False),
@@ -723,8 +837,119 @@ class LabServer:
             return
 
 
+def _byte_alphabet() -> list[str]:
+    """GPT-2's byte-to-character table: the character that stands for each byte 0-255.
+
+    Printable Latin-1 bytes stand for themselves; the rest (controls, space,
+    ...) take the characters from U+0100 upwards, in byte order. Hugging Face's
+    byte-level BPE writes its vocabulary in these characters.
+    """
+    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    table, spare = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            table[byte] = chr(byte)
+        else:
+            table[byte] = chr(256 + spare)
+            spare += 1
+    return [table[byte] for byte in range(256)]
+
+
+def _oniguruma(pattern: str) -> str:
+    """tiktoken's regex in the dialect of Hugging Face's regex engine (Oniguruma).
+
+    tiktoken writes ``\\p{N}{1,3}+``, a possessive "one to three digits"; in
+    Oniguruma ``{1,3}+`` means "one or more runs of one to three", which
+    would keep a long number in one piece. Nothing follows it in its
+    alternative, so the plain ``{1,3}`` matches the same.
+    """
+    return pattern.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+
+
+def hf_tokenizer_json(tokenizer: str = "cl100k_base") -> dict:
+    """One of the book's tiktoken encodings as a Hugging Face ``tokenizer.json`` (a dict).
+
+    tiktoken's byte-level BPE merges, at every step, the adjacent pair whose
+    concatenation has the lowest rank. Hugging Face's BPE merges the pair with
+    the lowest merge rank. Listing, for every token, each split into two
+    tokens ``(a, b)`` with the token's own rank as the merge's rank makes the
+    two choose the same pair, so they cut text identically (the tests check
+    this against tiktoken). The pre-tokenizer is the encoding's own regex. No
+    special tokens are added: the book encodes every text as plain text (see
+    :mod:`inferlab.tokenizers`), so ``"<|endoftext|>"`` in a prompt is counted
+    as its characters by both. Built in a few seconds from the
+    bundled vocabulary, so nothing is downloaded. Raises ``ValueError`` for a
+    tokenizer that is not a tiktoken encoding.
+    """
+    from inferlab.tokenizers import TIKTOKEN_ENCODINGS
+
+    if tokenizer not in TIKTOKEN_ENCODINGS:
+        raise ValueError(f"tokenizer: got {tokenizer!r}; must be one of "
+                         f"{sorted(TIKTOKEN_ENCODINGS)} (a tiktoken encoding)")
+    import tiktoken
+
+    encoding = tiktoken.get_encoding(tokenizer)
+    ranks: dict[bytes, int] = encoding._mergeable_ranks
+    alphabet = _byte_alphabet()
+
+    def spell(token: bytes) -> str:
+        return "".join(alphabet[b] for b in token)
+
+    vocab = {spell(token): rank for token, rank in ranks.items()}
+    merges = []
+    for token, rank in ranks.items():
+        for cut in range(1, len(token)):
+            left, right = token[:cut], token[cut:]
+            if left in ranks and right in ranks:
+                merges.append((rank, ranks[left], spell(left), spell(right)))
+    merges.sort()
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                  "use_regex": False}
+    return {
+        "version": "1.0", "truncation": None, "padding": None,
+        "added_tokens": [],
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": _oniguruma(encoding._pat_str)},
+             "behavior": "Isolated", "invert": False},
+            byte_level]},
+        "post_processor": None,
+        "decoder": byte_level,
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": [[left, right] for *_, left, right in merges]},
+    }
+
+
+def write_tokenizer_dir(path, tokenizer: str = "cl100k_base",
+                        context_tokens: int = 2048) -> Path:
+    """Write ``tokenizer.json`` and ``tokenizer_config.json`` for the server's tokenizer.
+
+    The folder is what ``AutoTokenizer.from_pretrained(path)`` reads offline,
+    so AIPerf (``--tokenizer path``) and guidellm (``--processor path``) count
+    tokens exactly as this server does. No BOS token is added (tiktoken
+    encodings have none). Returns the folder's path. Used in the endpoint lab.
+    """
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "tokenizer.json").write_text(json.dumps(hf_tokenizer_json(tokenizer)),
+                                           encoding="utf-8")
+    config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": context_tokens,
+              "bos_token": None, "eos_token": None, "add_bos_token": False,
+              "add_eos_token": False, "clean_up_tokenization_spaces": False}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=1),
+                                                  encoding="utf-8")
+    return folder
+
+
 def main(argv: list[str] | None = None) -> None:
-    """``python -m inferlab.server``: serve the lab engine until interrupted."""
+    """``python -m inferlab.server``: serve the lab engine until interrupted.
+
+    ``--model`` sets the name clients must send, ``--eos-token-id`` an id that
+    ends a request (unless it sets ``ignore_eos``), and ``--tokenizer-dir DIR``
+    first writes the tokenizer folder of :func:`write_tokenizer_dir` there.
+    """
     parser = argparse.ArgumentParser(description="Serve the inferlab engine over the OpenAI API.")
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000)
@@ -735,11 +960,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--context-tokens", type=int, default=2048)
     parser.add_argument("--stream-interval", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--model", default=None, help="model name (default inferlab-<size>)")
+    parser.add_argument("--eos-token-id", type=int, default=None,
+                        help="a token id that ends a request (default: none)")
+    parser.add_argument("--tokenizer-dir", default=None,
+                        help="write the tokenizer as a Hugging Face folder here first")
     args = parser.parse_args(argv)
     config = ServerConfig(size=args.size, seed=args.seed, tokenizer=args.tokenizer,
                           max_running=args.max_running, max_waiting=args.max_waiting,
                           context_tokens=args.context_tokens,
-                          stream_interval=args.stream_interval)
+                          stream_interval=args.stream_interval,
+                          eos_token_id=args.eos_token_id, model=args.model)
+    if args.tokenizer_dir:
+        folder = write_tokenizer_dir(args.tokenizer_dir, args.tokenizer, args.context_tokens)
+        print(f"tokenizer written to {folder}", flush=True)
     server = LabServer(config, host=args.host, port=args.port)
     print(f"serving {config.model_name} at http://{args.host}:{args.port}/v1", flush=True)
     server.serve_forever()

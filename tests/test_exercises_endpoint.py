@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 
 from inferlab import endpoint_metrics as em
@@ -31,7 +29,7 @@ def test_ex_ep_3_bos_on_short_answers():
 
 
 def test_ex_ep_4_interactivity_and_per_gpu():
-    one = replace(em.synthetic_request(0.5, 0.025, 200), prompt_tokens=1000)
+    one = em.synthetic_request(0.5, 0.025, 200, prompt_tokens=1000)
     x = em.inferencemax_summary([one] * 64, duration_s=10.0, gpus=8)
     assert x["interactivity_median_tok_s_user"] == pytest.approx(40.0)
     assert x["throughput_per_gpu_tok_s"] == pytest.approx(64 * 1200 / 10 / 8)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from pathlib import Path
 
 import httpx
 import numpy as np
@@ -247,3 +248,99 @@ def test_server_config_rejects_bad_values():
         ServerConfig(max_running=0)
     with pytest.raises(ValueError, match="size"):
         ServerConfig(size="enormous")
+
+
+def test_health_and_model_by_id(server, client):
+    assert client.get(server.base_url.removesuffix("/v1") + "/health").status_code == 200
+    card = client.get(server.base_url + f"/models/{MODEL}").json()
+    assert card["id"] == MODEL and card["object"] == "model"
+    missing = client.get(server.base_url + "/models/gpt-4")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "model_not_found"
+
+
+def test_unknown_paths_and_methods_get_openai_error_bodies(server, client):
+    r = client.get(server.base_url + "/embeddings")
+    assert r.status_code == 404 and "/v1/embeddings" in r.json()["error"]["message"]
+    r = client.delete(server.base_url + "/models")
+    assert r.status_code == 405 and "DELETE" in r.json()["error"]["message"]
+
+
+def test_chat_content_may_be_a_list_of_text_parts(server, client):
+    parts = {"model": MODEL, "max_tokens": 4, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Hello"},
+                                     {"type": "text", "text": "there"}]}]}
+    joined = {"model": MODEL, "max_tokens": 4,
+              "messages": [{"role": "user", "content": "Hello\nthere"}]}
+    a = client.post(server.base_url + "/chat/completions", json=parts).json()
+    b = client.post(server.base_url + "/chat/completions", json=joined).json()
+    assert a["choices"][0]["message"] == b["choices"][0]["message"]
+    assert a["usage"] == b["usage"]
+    image = {"model": MODEL, "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "data:,"}}]}]}
+    r = client.post(server.base_url + "/chat/completions", json=image)
+    assert r.status_code == 400
+    assert "image_url" in r.json()["error"]["message"]
+    assert r.json()["error"]["param"] == "messages[0].content"
+
+
+def test_null_means_not_given(server, client):
+    body = {"model": MODEL, "prompt": "Hi", "max_tokens": None, "stream": None,
+            "logprobs": None, "n": None, "stream_options": None, "ignore_eos": None}
+    r = client.post(server.base_url + "/completions", json=body)
+    assert r.status_code == 200
+    assert r.json()["usage"]["completion_tokens"] == TINY.default_max_tokens
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("logprobs", 2), ("echo", True), ("n", 2), ("best_of", 3), ("suffix", "end"),
+    ("logit_bias", {"50256": -100}), ("tools", [{"type": "function"}]),
+    ("response_format", {"type": "json_object"}), ("stop", ["\n"]),
+])
+def test_parameters_it_cannot_honour_are_refused_by_name(server, client, name, value):
+    r = client.post(server.base_url + "/completions",
+                    json={"model": MODEL, "prompt": "Hi", "max_tokens": 2, name: value})
+    assert r.status_code == 400
+    assert r.json()["error"]["param"] == name
+    assert r.json()["error"]["message"].startswith(name)
+
+
+def test_harmless_values_of_those_parameters_are_accepted(server, client):
+    body = {"model": MODEL, "prompt": "Hi", "max_tokens": 2, "logprobs": False, "echo": False,
+            "n": 1, "best_of": 1, "logit_bias": {}, "tools": [],
+            "response_format": {"type": "text"}}
+    assert client.post(server.base_url + "/completions", json=body).status_code == 200
+
+
+def test_tokenizer_json_cuts_text_as_tiktoken_does(tmp_path):
+    tokenizers = pytest.importorskip("tokenizers")
+    from inferlab.server import write_tokenizer_dir
+
+    folder = write_tokenizer_dir(tmp_path / "tok")
+    hf = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
+    ours = get_tokenizer("cl100k_base")
+    texts = ["Hello world", "numbers 1234567 and 3.14159", "  spaces\n\nand\r\nlines ",
+             "héllo wörld 日本語 🚀", "don't I'LL we've", "<|endoftext|> is plain text here",
+             Path(__file__).read_text(encoding="utf-8")[:4000]]
+    for text in texts:
+        assert hf.encode(text, add_special_tokens=False).ids == ours.encode(text), text[:30]
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    assert config["bos_token"] is None
+    with pytest.raises(ValueError, match="tokenizer"):
+        write_tokenizer_dir(tmp_path / "bad", tokenizer="llama2")
+
+
+def test_command_line_sets_model_and_eos(monkeypatch):
+    from inferlab import server as server_module
+
+    seen = {}
+
+    def fake_serve(self):
+        seen["config"] = self.config
+
+    monkeypatch.setattr(server_module.LabServer, "serve_forever", fake_serve)
+    server_module.main(["--size", "tiny", "--model", "my-model", "--eos-token-id", "7"])
+    assert seen["config"].model_name == "my-model"
+    assert seen["config"].eos_token_id == 7
+    with pytest.raises(ValueError, match="eos_token_id"):
+        ServerConfig(eos_token_id=-1)
