@@ -853,7 +853,7 @@ def queries_to_issue(scheduled_s, rules: RunRules) -> int:
     ``GenerateQueries`` (``loadgen/loadgen.cc``) keeps adding queries while the last
     one is scheduled before the minimum duration or the count is below the minimum.
     Under equal issue the minimum starts padded to a whole number of dataset passes
-    (:meth:`RunRules.pad`) and grows by one pass whenever it is reached before the
+    (``RunRules.pad``) and grows by one pass whenever it is reached before the
     minimum duration, so the count is the first ``pad(min_queries) + k x dataset``
     whose last query is scheduled at or after ``min_duration_s``.
 
