@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import csv
 import math
 
 import pandas as pd
 import pytest
 
-from inferlab.data import DATA_DIR, SCHEMAS, DataError, load_table, result
+from inferlab.data import DATA_DIR, MAX_CELL_CHARS, SCHEMAS, DataError, load_table, result
 from inferlab.specs import chip, chips, model, models
 
 
@@ -19,43 +20,350 @@ def test_every_table_loads_and_every_row_has_a_source(name):
     assert frame["source"].str.len().min() > 5
 
 
-def _write_broken(tmp_path, name, row, column, value):
-    frame = pd.read_csv(DATA_DIR / f"{name}.csv", dtype=str, keep_default_na=False)
-    frame.loc[row, column] = value
-    frame.to_csv(tmp_path / f"{name}.csv", index=False)
+def _table(name):
+    """The header and rows of a real table, as the csv module reads them."""
+    with (DATA_DIR / f"{name}.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    return rows[0], rows[1:]
+
+
+def _write(tmp_path, name, header, rows):
+    path = tmp_path / f"{name}.csv"
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle, lineterminator="\n").writerows([header, *rows])
+    return path
+
+
+def _corrupt(tmp_path, name, row, column, value):
+    """A copy of a real table with one cell replaced; returns the 1-based column."""
+    header, rows = _table(name)
+    rows[row][header.index(column)] = value
+    _write(tmp_path, name, header, rows)
+    return header.index(column) + 1
+
+
+def _edited(tmp_path, name, old, new):
+    """A copy of a real table with the first occurrence of some raw bytes replaced."""
+    raw = (DATA_DIR / f"{name}.csv").read_bytes()
+    assert old in raw
+    (tmp_path / f"{name}.csv").write_bytes(raw.replace(old, new, 1))
+
+
+def _error(tmp_path, name):
+    with pytest.raises(DataError) as caught:
+        load_table(name, data_dir=tmp_path)
+    return str(caught.value)
+
+
+def _at(name, line, index, column):
+    """How an error names the file, the physical line and the column."""
+    return f"{name}.csv, line {line}, column {index} ({column!r})"
 
 
 @pytest.mark.parametrize(
     ("name", "column", "value", "message"),
     [
         ("hardware", "memory_bandwidth_gb_per_s", "fast", "'fast' is not a number"),
-        ("hardware", "memory_capacity_gb", "-80", "below the minimum"),
+        ("hardware", "memory_capacity_gb", "-80", "outside the plausible range 4 to 1,000 GB"),
         ("hardware", "source", "", "empty, but required"),
         ("hardware", "family", "toaster", "is not one of"),
         ("models", "layers", "80.5", "not a whole number"),
         ("results", "audited", "maybe", "is not one of yes, no, unverified"),
         ("results", "value", "inf", "not a finite number"),
+        ("results", "value", "NaN", "not a finite number"),
     ],
 )
 def test_malformed_cell_is_named_by_file_line_and_column(tmp_path, name, column, value, message):
-    _write_broken(tmp_path, name, 2, column, value)
-    with pytest.raises(DataError) as caught:
-        load_table(name, data_dir=tmp_path)
-    text = str(caught.value)
-    assert f"{name}.csv" in text
-    assert "line 4" in text  # row index 2 is the third record, below the header
-    assert repr(column) in text
+    index = _corrupt(tmp_path, name, 2, column, value)
+    text = _error(tmp_path, name)
+    # Row index 2 is the third record, below the header: line 4.
+    assert _at(name, 4, index, column) in text
     assert message in text
 
 
-def test_missing_column_and_duplicate_names_are_errors(tmp_path):
-    frame = pd.read_csv(DATA_DIR / "models.csv", dtype=str, keep_default_na=False)
-    frame.drop(columns=["kv_heads"]).to_csv(tmp_path / "models.csv", index=False)
-    with pytest.raises(DataError, match="missing column.*kv_heads"):
-        load_table("models", data_dir=tmp_path)
-    pd.concat([frame, frame.iloc[:1]]).to_csv(tmp_path / "models.csv", index=False)
-    with pytest.raises(DataError, match="duplicate value"):
-        load_table("models", data_dir=tmp_path)
+def test_a_byte_order_mark_is_tolerated_and_the_table_loads_identically(tmp_path):
+    # Excel's "CSV UTF-8" writes one; it carries no data.
+    raw = (DATA_DIR / "hardware.csv").read_bytes()
+    (tmp_path / "hardware.csv").write_bytes(b"\xef\xbb\xbf" + raw)
+    pd.testing.assert_frame_equal(load_table("hardware", data_dir=tmp_path),
+                                  load_table("hardware"))
+
+
+def test_a_byte_order_mark_does_not_shift_where_errors_are_reported(tmp_path):
+    index = _corrupt(tmp_path, "hardware", 0, "name", "")
+    path = tmp_path / "hardware.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert _at("hardware", 2, index, "name") in _error(tmp_path, "hardware")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "line", "index", "column", "message"),
+    [
+        # "Caf\N{LATIN SMALL LETTER E WITH ACUTE}" saved as Latin-1, in the rack's name.
+        (b"NVIDIA GB200 NVL72 (rack)", b"NVIDIA GB200 NVL72 (Caf\xe9)", 6, 1, "name",
+         "byte 0xE9 at character 24 of the cell is not UTF-8"),
+        # The csv module would read 'NV"Link 5' silently. The first "NVLink 5" is the B200's.
+        (b',"NVLink 5, 18 links",', b',NV"Link 5 18 links,', 4, 10, "scaleup",
+         "a quote inside an unquoted cell at character"),
+        (b'18 links",450', b'18 links"x,450', 2, 10, "scaleup",
+         "text after the closing quote at character"),
+    ],
+)
+def test_bad_bytes_and_broken_quoting_are_named_by_line_and_column(
+        tmp_path, old, new, line, index, column, message):
+    _edited(tmp_path, "hardware", old, new)
+    text = _error(tmp_path, "hardware")
+    assert _at("hardware", line, index, column) in text
+    assert message in text
+
+
+def test_a_header_that_is_not_utf8_is_named(tmp_path):
+    _edited(tmp_path, "models", b"layers", b"l\xffyers")
+    assert "models.csv, line 1, column 2: the header is not valid UTF-8" in _error(
+        tmp_path, "models")
+
+
+def test_a_huge_cell_is_named_with_the_limit_not_a_bare_csv_error(tmp_path):
+    # The csv module would raise "_csv.Error: field larger than field limit".
+    _corrupt(tmp_path, "hardware", 5, "note", "x" * 200_000)
+    text = _error(tmp_path, "hardware")
+    assert _at("hardware", 7, 15, "note") in text
+    assert "200,000 characters" in text
+    assert f"at most {MAX_CELL_CHARS:,}" in text
+
+
+def test_lines_are_physical_below_a_multi_line_note(tmp_path):
+    header, rows = _table("hardware")
+    rows[0][header.index("note")] = "first line\nsecond line\r\nthird line"
+    rows[3][header.index("memory_bandwidth_gb_per_s")] = "fast"
+    path = _write(tmp_path, "hardware", header, rows)
+    physical = next(number for number, line in enumerate(
+        path.read_text(encoding="utf-8").splitlines(), start=1) if line.startswith(rows[3][0]))
+    assert physical == 7  # record 4 (line 5), pushed down by the note's two line breaks
+    assert _at("hardware", physical, 5, "memory_bandwidth_gb_per_s") in _error(
+        tmp_path, "hardware")
+
+
+def test_a_multi_line_note_loads_with_its_line_breaks(tmp_path):
+    header, rows = _table("hardware")
+    rows[1][header.index("note")] = 'one "quoted" word,\nand a second line'
+    _write(tmp_path, "hardware", header, rows)
+    frame = load_table("hardware", data_dir=tmp_path)
+    assert frame["note"][1] == 'one "quoted" word,\nand a second line'
+    assert frame.drop(columns="note").equals(load_table("hardware").drop(columns="note"))
+
+
+def test_a_trailing_comma_in_the_header_is_an_unnamed_column(tmp_path):
+    header, rows = _table("models")
+    _write(tmp_path, "models", [*header, ""], rows)
+    assert "models.csv, line 1, column 17: an unnamed column (a trailing comma" in _error(
+        tmp_path, "models")
+
+
+def test_a_duplicate_header_column_is_named_not_silently_overwritten(tmp_path):
+    header, rows = _table("hardware")
+    _write(tmp_path, "hardware", [*header, "memory_bandwidth_gb_per_s"],
+           [[*row, "1"] for row in rows])
+    assert ("hardware.csv, line 1, column 16: 'memory_bandwidth_gb_per_s' appears twice "
+            "(also column 5)") in _error(tmp_path, "hardware")
+
+
+def test_a_header_only_table_is_an_error(tmp_path):
+    header, _ = _table("stacks")
+    _write(tmp_path, "stacks", header, [])
+    assert "stacks.csv, line 2: the header has no rows below it" in _error(tmp_path, "stacks")
+    (tmp_path / "stacks.csv").write_bytes(b"")
+    assert "stacks.csv, line 1: the file is empty" in _error(tmp_path, "stacks")
+
+
+def test_missing_and_unexpected_columns_are_named(tmp_path):
+    header, rows = _table("models")
+    gone = header.index("kv_heads")
+    _write(tmp_path, "models", header[:gone] + header[gone + 1:],
+           [row[:gone] + row[gone + 1:] for row in rows])
+    assert "models.csv, line 1: missing column(s) kv_heads" in _error(tmp_path, "models")
+    _write(tmp_path, "models", [*header, "colour"], [[*row, "red"] for row in rows])
+    assert "unexpected column(s) 'colour' (column 17)" in _error(tmp_path, "models")
+
+
+@pytest.mark.parametrize(("cells", "index"), [(14, 14), (16, 16)])
+def test_a_row_with_too_few_or_too_many_cells_is_an_error(tmp_path, cells, index):
+    header, rows = _table("hardware")
+    rows[2] = (rows[2] + ["extra"])[:cells]
+    _write(tmp_path, "hardware", header, rows)
+    text = _error(tmp_path, "hardware")
+    assert f"hardware.csv, line 4, column {index} " in text
+    assert f"the row has {cells} cells but the header has 15 columns" in text
+
+
+def test_a_quote_that_never_closes_is_named_where_it_opens(tmp_path):
+    header, rows = _table("stacks")
+    path = _write(tmp_path, "stacks", header, rows)
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write('extra,0.5,10,0.8,1.0,5.0,x,"a source that never closes,\nnote\n')
+    text = _error(tmp_path, "stacks")
+    assert _at("stacks", len(rows) + 2, 8, "source") in text
+    assert "this quoted cell is never closed" in text
+
+
+@pytest.mark.parametrize(
+    ("value", "detail"),
+    [
+        ("1_000", "character '_', U+005F"),
+        ("\N{ARABIC-INDIC DIGIT EIGHT}\N{ARABIC-INDIC DIGIT ZERO}", "U+0668"),
+        ("\N{FULLWIDTH DIGIT EIGHT}\N{FULLWIDTH DIGIT ZERO}", "U+FF18"),
+        ("8 0", "character ' ', U+0020"),
+        ("1.2.3", "is not a number;"),
+    ],
+)
+def test_numbers_python_would_accept_but_a_table_should_not(tmp_path, value, detail):
+    index = _corrupt(tmp_path, "hardware", 0, "memory_capacity_gb", value)
+    text = _error(tmp_path, "hardware")
+    assert _at("hardware", 2, index, "memory_capacity_gb") in text
+    assert f"{value!r} is not a number" in text
+    assert detail in text
+
+
+def test_digits_in_a_whole_number_column_must_be_ascii(tmp_path):
+    index = _corrupt(tmp_path, "models", 0, "layers", "\N{ARABIC-INDIC DIGIT THREE}2")
+    assert _at("models", 2, index, "layers") in _error(tmp_path, "models")
+
+
+def test_duplicate_leaderboard_rank_is_named_with_both_lines(tmp_path):
+    index = _corrupt(tmp_path, "leaderboard", 5, "rank", "3")
+    text = _error(tmp_path, "leaderboard")
+    assert _at("leaderboard", 7, index, "rank") in text
+    assert "duplicate value 3 of the key 'rank', first on line 4" in text
+
+
+def test_duplicate_names_differing_only_in_case_and_spaces_are_duplicates(tmp_path):
+    header, rows = _table("models")
+    copy = list(rows[2])
+    copy[0] = " llama 2   70b"
+    _write(tmp_path, "models", header, [*rows, copy])
+    text = _error(tmp_path, "models")
+    assert _at("models", 11, 1, "name") in text
+    assert "first on line 4" in text
+
+
+def test_duplicate_multi_column_key_is_an_error(tmp_path):
+    header, rows = _table("mlperf_engine_configs")
+    _write(tmp_path, "mlperf_engine_configs", header, [*rows, rows[0]])
+    text = _error(tmp_path, "mlperf_engine_configs")
+    assert _at("mlperf_engine_configs", 27, 1, "round") in text
+    assert "of the key 'round', 'submitter', 'system', 'scenario', first on line 2" in text
+
+
+@pytest.mark.parametrize(
+    ("row", "column", "value", "message"),
+    [
+        # Zero bandwidth or capacity.
+        (0, "memory_bandwidth_gb_per_s", "0",
+         "0 is outside the plausible range 100 to 50,000 GB/s"),
+        (0, "memory_capacity_gb", "0", "0 is outside the plausible range 4 to 1,000 GB"),
+        # 4.8 TB/s typed into the GB/s column of an HBM GPU (the H200).
+        (1, "memory_bandwidth_gb_per_s", "4.8",
+         "4.8 is outside the plausible range 100 to 50,000 GB/s per chip for family 'gpu'"),
+        # A rack is checked per chip: 72 chips at 8 TB/s is 576,000 GB/s, not 57,600.
+        (4, "memory_bandwidth_gb_per_s", "576",
+         "576 over 72 chips is 8 per chip, which is outside the plausible range 100 to "
+         "50,000 GB/s"),
+        # A desktop is allowed far less bandwidth than a GPU, but not nothing.
+        (20, "memory_bandwidth_gb_per_s", "5.12",
+         "outside the plausible range 10 to 2,000 GB/s per chip for family 'cpu'"),
+        (0, "bf16_dense_tflop_per_s", "989400", "outside the plausible range 10 to 50,000 TFLOP/s"),
+        (18, "memory_capacity_gb", "230", "range 0.01 to 10 GB per chip for family 'lpu'"),
+    ],
+)
+def test_implausible_hardware_figures_name_the_allowed_range(tmp_path, row, column, value, message):
+    index = _corrupt(tmp_path, "hardware", row, column, value)
+    text = _error(tmp_path, "hardware")
+    assert _at("hardware", row + 2, index, column) in text
+    assert message in text
+
+
+def test_the_cpu_range_is_not_granted_to_a_gpu(tmp_path):
+    # 51.2 GB/s is a real desktop's bandwidth; on a GPU row it is a typo.
+    _corrupt(tmp_path, "hardware", 0, "memory_bandwidth_gb_per_s", "51.2")
+    assert "family 'gpu'" in _error(tmp_path, "hardware")
+
+
+@pytest.mark.parametrize(
+    ("name", "row", "column", "value", "message"),
+    [
+        ("models", 2, "params_total", "70",
+         "70 is outside the plausible range 1,000,000 to 10,000,000,000,000 parameters"),
+        ("results", 3, "value", "7200", "range 0.0001 to 3,600 s for unit 's'"),
+        ("results", 0, "unit", "tokens/min", "is not one of tokens/s, s, x, %"),
+        ("mlperf_llama2_70b", 0, "tokens_per_s", "3062720000", "per accelerator"),
+        ("stacks", 0, "compute_efficiency", "91.14", "range 0.01 to 1 (a fraction of peak"),
+        ("leaderboard", 0, "ttft_ms", "0", "range 1 to 600,000 ms"),
+        ("mlperf_engine_configs", 0, "tp", "0", "range 1 to 64"),
+    ],
+)
+def test_implausible_figures_in_other_tables(tmp_path, name, row, column, value, message):
+    index = _corrupt(tmp_path, name, row, column, value)
+    text = _error(tmp_path, name)
+    assert _at(name, row + 2, index, column) in text
+    assert message in text
+
+
+@pytest.mark.parametrize(
+    ("name", "row", "changes", "column", "message"),
+    [
+        # Mixtral: active parameters above the total.
+        ("models", 7, {"params_active": "93405585408"}, "params_active",
+         "93,405,585,408 is more than params_total 46,702,792,704"),
+        # A dense model whose active count differs from its total.
+        ("models", 0, {"params_active": "6000000000"}, "params_active", "experts is 1"),
+        ("models", 2, {"kv_heads": "128"}, "kv_heads", "128 is more than attention_heads 64"),
+        ("models", 2, {"kv_heads": "48"}, "kv_heads", "48 does not divide attention_heads 64"),
+        ("models", 0, {"kv_heads": "8"}, "kv_heads", "but attention is 'mha'"),
+        ("models", 2, {"kv_heads": "64"}, "kv_heads", "but attention is 'gqa'"),
+        ("models", 7, {"experts_per_token": "9"}, "experts_per_token", "more than experts 8"),
+        ("hardware", 0, {"fp8_dense_tflop_per_s": "500"}, "fp8_dense_tflop_per_s",
+         "500 is below bf16_dense_tflop_per_s 989.4"),
+    ],
+)
+def test_cross_field_rules_name_the_column_to_blame(tmp_path, name, row, changes, column, message):
+    header, rows = _table(name)
+    for changed, value in changes.items():
+        rows[row][header.index(changed)] = value
+    _write(tmp_path, name, header, rows)
+    text = _error(tmp_path, name)
+    assert _at(name, row + 2, header.index(column) + 1, column) in text
+    assert message in text
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_every_number_column_declares_a_plausible_range_with_a_reason(name):
+    for column_name, column in SCHEMAS[name].items():
+        if column.kind == "text":
+            assert column.plausible is None
+            continue
+        plausible = column.plausible
+        ranges = (plausible.ranges.values() if hasattr(plausible, "ranges") else [plausible])
+        if hasattr(plausible, "ranges"):
+            # One range for every value the other column may take, no more.
+            other = SCHEMAS[name][plausible.column]
+            assert set(plausible.ranges) == set(other.allowed), column_name
+            assert other.required
+        for bounds in ranges:
+            assert bounds.low <= bounds.high, column_name
+            assert len(bounds.why) > 10, column_name
+            if bounds.per is not None:
+                assert SCHEMAS[name][bounds.per].required, column_name
+
+
+@pytest.mark.parametrize("name", SCHEMAS)
+def test_the_strict_reader_reads_every_real_table_as_the_csv_module_does(name):
+    header, rows = _table(name)
+    frame = load_table(name)
+    assert list(frame.columns) == header
+    for column in header:
+        if SCHEMAS[name][column].kind == "text":
+            expected = [row[header.index(column)].strip() for row in rows]
+            assert list(frame[column].fillna("")) == expected, column
 
 
 def test_unknown_table_chip_model_and_result_raise_value_errors():
