@@ -14,7 +14,7 @@ The checks, in the order they run:
    undecodable byte is reported with its line, column and value.
 2. Syntax. The CSV is split by a strict reader (RFC 4180 quoting): a quote
    inside an unquoted cell, text after a closing quote or a quote that never
-   closes is an error, as is a cell longer than :data:`MAX_CELL_CHARS`. Lines
+   closes is an error, as is a cell longer than ``MAX_CELL_CHARS``. Lines
    are counted physically, so a quoted cell spanning several lines does not
    shift the line numbers of what follows.
 3. Header. Every column of the schema, no other, none twice and none unnamed
@@ -27,9 +27,9 @@ The checks, in the order they run:
    with the reason (a TB/s figure typed into a GB/s column, a zero bandwidth);
    some ranges depend on another column (the hardware family, the unit) or are
    per chip (the value divided by the row's chip count).
-6. Cross-field rules (:data:`RULES`): active parameters at most the total,
+6. Cross-field rules (``RULES``): active parameters at most the total,
    key/value heads dividing the attention heads, and the like.
-7. Keys (:data:`KEYS`): no two rows share a key.
+7. Keys (``KEYS``): no two rows share a key.
 
 Used by every chapter; the tables themselves are described in the data appendix.
 """
