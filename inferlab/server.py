@@ -54,9 +54,35 @@ malformed JSON or fields 400, an unknown model or path 404, a wrong method 405, 
 ``max_tokens``) longer than the context 400, and 429 when ``max_running``
 requests are running and ``max_waiting`` more are queued (requests beyond the
 running batch wait in that queue; set ``max_waiting=0`` to refuse at once).
-A client that disconnects mid-stream has its request cancelled at once and its
-slot freed at the end of the decode step in flight. Closing the server ends
-every open stream with ``finish_reason: "abort"`` and ``data: [DONE]``.
+A client that disconnects, streamed or not, has its request cancelled at once and
+its slot freed at the end of the decode step in flight. Closing the server (or
+SIGINT or SIGTERM to ``python -m inferlab.server``) ends every open stream with
+``finish_reason: "abort"`` and ``data: [DONE]``.
+
+Robustness, so that no request can hold up the others (each bound is a
+:class:`ServerConfig` field):
+
+- a body over ``max_body_bytes`` gets 413, a ``Content-Type`` other than JSON
+  415, JSON nested deeper than :data:`MAX_JSON_DEPTH` or numbers JSON cannot
+  hold (token ids beyond the vocabulary, a 5,000-digit integer) 400;
+- a prompt whose UTF-8 length alone proves it longer than the context (at
+  most one token per byte count of the tokenizer's longest token) is refused
+  before it is tokenized, and tokenizing runs in a worker thread, off the
+  event loop;
+- sampling parameters are range-checked (:data:`SAMPLING_RANGES`), 400 naming
+  the parameter and the range; 429 and 503 carry ``Retry-After``;
+- a connection gets ``request_timeout_s`` to send a request's headers and
+  body, then 408 and is closed (a slowloris client cannot hold a descriptor
+  for longer), and at most ``max_connections`` are open at once (503 beyond);
+- if the engine thread fails, every request it held ends with an error
+  (500, or an error event and ``[DONE]`` in a stream), ``GET /health``
+  answers 503, and new requests get 503.
+
+The worker thread runs BLAS on one thread (``threadpoolctl``): on a machine
+with few cores, BLAS threads that spin between the small multiplies of a
+decode step take the cores that the event loop and the clients need.
+OpenBLAS's thread count is process-wide, so the pin holds, for the whole
+process, while a server's worker runs.
 
 Use it as a context manager (``with LabServer() as server: server.base_url``;
 a free port on 127.0.0.1, shut down on exit) or from the command line,
@@ -69,24 +95,31 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
+import logging
 import math
+import signal
 import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import h11
 import numpy as np
 import uvicorn
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from threadpoolctl import threadpool_limits
+from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from inferlab.engine import (
     DEFAULT_SIZE,
@@ -103,6 +136,25 @@ from inferlab.tokenizers import get_tokenizer
 
 #: The host the server binds to unless told otherwise (this machine only).
 DEFAULT_HOST = "127.0.0.1"
+
+#: The deepest nesting of JSON arrays and objects a request body may have (a real
+#: request nests four levels: body, messages, a message, its content parts).
+MAX_JSON_DEPTH = 32
+
+#: Sampling parameters the server accepts (it decodes greedily, so they change
+#: nothing) with their allowed ranges as OpenAI documents them: ``(low, high,
+#: low_open)``; a value outside, or not a finite number, is refused with 400.
+SAMPLING_RANGES: dict[str, tuple[float, float, bool]] = {
+    "temperature": (0.0, 2.0, False),
+    "top_p": (0.0, 1.0, True),
+    "presence_penalty": (-2.0, 2.0, False),
+    "frequency_penalty": (-2.0, 2.0, False),
+}
+
+#: Seconds a client is told to wait (``Retry-After``) after a 429 or a 503.
+RETRY_AFTER_S = 1
+
+_log = logging.getLogger("inferlab.server")
 
 #: Parameters the server cannot honour, each with the values that ask for nothing
 #: (and so are accepted); any other value is refused with 400 naming the parameter.
@@ -139,7 +191,11 @@ class ServerConfig:
     plus ``max_tokens``. ``stream_interval`` is the number of tokens per
     streamed chunk (1: one chunk per token; more imitates servers that batch
     their stream). ``model`` is the name clients must send (``inferlab-<size>``
-    by default). Raises ``ValueError`` naming the argument for bad values.
+    by default). ``max_body_bytes`` bounds a request body (413 beyond),
+    ``request_timeout_s`` the time a connection may take to send a request's
+    headers and body (408 and closed after it), ``max_connections`` the open
+    connections (503 beyond). Raises ``ValueError`` naming the argument for bad
+    values.
     """
 
     size: str = DEFAULT_SIZE
@@ -152,13 +208,22 @@ class ServerConfig:
     stream_interval: int = 1
     eos_token_id: int | None = None
     model: str | None = None
+    max_body_bytes: int = 1 << 20
+    request_timeout_s: float = 10.0
+    max_connections: int = 512
 
     def __post_init__(self) -> None:
         for argument, minimum in (("max_running", 1), ("max_waiting", 0), ("context_tokens", 2),
-                                  ("default_max_tokens", 1), ("stream_interval", 1)):
+                                  ("default_max_tokens", 1), ("stream_interval", 1),
+                                  ("max_body_bytes", 64), ("max_connections", 1)):
             value = getattr(self, argument)
             if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
                 raise ValueError(f"{argument}: got {value!r}; must be a whole number >= {minimum}")
+        timeout = self.request_timeout_s
+        if (not isinstance(timeout, int | float) or isinstance(timeout, bool)
+                or not math.isfinite(timeout) or timeout <= 0):
+            raise ValueError(f"request_timeout_s: got {timeout!r}; must be a number of "
+                             "seconds > 0")
         eos = self.eos_token_id
         if eos is not None and (not isinstance(eos, int) or isinstance(eos, bool) or eos < 0):
             raise ValueError(f"eos_token_id: got {eos!r}; must be None or a token id >= 0")
@@ -178,8 +243,9 @@ class ServerStats:
 
     ``running`` sequences are in the batch, ``waiting`` are queued for a slot;
     ``completed``, ``cancelled`` (client went away), ``aborted`` (server shut
-    down) and ``rejected`` (429) count requests since start; ``steps`` counts
-    batched decode steps and ``tokens`` generated tokens.
+    down), ``failed`` (the engine raised) and ``rejected`` (429) count requests
+    since start; ``steps`` counts batched decode steps and ``tokens`` generated
+    tokens.
     """
 
     running: int
@@ -187,6 +253,7 @@ class ServerStats:
     completed: int
     cancelled: int
     aborted: int
+    failed: int
     rejected: int
     steps: int
     tokens: int
@@ -201,11 +268,15 @@ class APIError(Exception):
         self.status, self.message, self.param = status, message, param
         self.error_type, self.code = error_type, code
 
-    def response(self) -> JSONResponse:
-        """The JSON response for this error."""
-        body = {"error": {"message": self.message, "type": self.error_type,
+    def body(self) -> dict:
+        """OpenAI's error body."""
+        return {"error": {"message": self.message, "type": self.error_type,
                           "param": self.param, "code": self.code}}
-        return JSONResponse(body, status_code=self.status)
+
+    def response(self) -> JSONResponse:
+        """The JSON response for this error (with ``Retry-After`` on 429 and 503)."""
+        headers = {"retry-after": str(RETRY_AFTER_S)} if self.status in (429, 503) else None
+        return JSONResponse(self.body(), status_code=self.status, headers=headers)
 
 
 def decode_step_ragged(engine: Engine, tokens: np.ndarray, caches: list[KVCache]) -> np.ndarray:
@@ -283,10 +354,12 @@ class _Sequence:
 class Scheduler:
     """The worker thread that owns the engine and runs continuous batching.
 
-    ``submit`` queues a sequence (from the event loop), ``cancel`` marks one
+    ``admit`` queues a sequence (from the event loop), ``cancel`` marks one
     for removal, ``stop`` ends every sequence with ``"abort"`` and joins the
     thread. ``stats`` and ``wait_for`` read the counters under one condition
-    variable, so a test can wait for a state instead of sleeping.
+    variable, so a test can wait for a state instead of sleeping. If the
+    engine raises, every sequence held ends with ``("error", message)``,
+    ``failure`` says why, and ``admit`` refuses from then on.
     """
 
     def __init__(self, engine: Engine, config: ServerConfig) -> None:
@@ -294,17 +367,35 @@ class Scheduler:
         self._condition = threading.Condition()
         self._waiting: deque[_Sequence] = deque()
         self._running: list[_Sequence] = []
-        self._counts = dict.fromkeys(("completed", "cancelled", "aborted", "rejected",
-                                      "steps", "tokens"), 0)
+        self._counts = dict.fromkeys(("completed", "cancelled", "aborted", "failed",
+                                      "rejected", "steps", "tokens"), 0)
         self._stopping = False
+        self._failure: str | None = None
         self._thread = threading.Thread(target=self._loop, name="inferlab-engine", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
-    def admit(self, sequence: _Sequence) -> None:
-        """Queue ``sequence``; raise :class:`APIError` 429 if the queue is full, 503 if stopping."""
+    @property
+    def failure(self) -> str | None:
+        """Why the engine thread failed (``None`` while it works)."""
         with self._condition:
+            return self._failure
+
+    @property
+    def stopping(self) -> bool:
+        """True once ``stop`` was called or the engine failed."""
+        with self._condition:
+            return self._stopping or self._failure is not None
+
+    def admit(self, sequence: _Sequence) -> None:
+        """Queue ``sequence``; raise :class:`APIError` 429 if the queue is full, 503 if stopping
+        or failed."""
+        with self._condition:
+            if self._failure is not None:
+                raise APIError(503, f"the engine failed ({self._failure}); this server "
+                               "accepts no more requests", error_type="server_error",
+                               code="engine_failed")
             if self._stopping:
                 raise APIError(503, "the server is shutting down", error_type="server_error")
             held = len(self._running) + len(self._waiting)
@@ -336,11 +427,26 @@ class Scheduler:
             return self._condition.wait_for(lambda: predicate(self._snapshot()), timeout_s)
 
     def stop(self, timeout_s: float = 10.0) -> None:
+        """End every sequence with ``"abort"`` and join the thread (within ``timeout_s``)."""
         with self._condition:
             self._stopping = True
             self._condition.notify_all()
-        if self._thread.is_alive():
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout_s)
+
+    def _fail(self, error: BaseException) -> None:
+        """End every sequence held with an error; refuse new ones from now on."""
+        _log.error("the engine thread failed; ending %d requests",
+                   len(self._running) + len(self._waiting), exc_info=error)
+        with self._condition:
+            self._failure = f"{type(error).__name__}: {error}"
+            for sequence in [*self._running, *self._waiting]:
+                sequence.cache = None
+                self._counts["failed"] += 1
+                sequence.push(("error", self._failure))
+            self._running.clear()
+            self._waiting.clear()
+            self._condition.notify_all()
 
     def _finish(self, sequence: _Sequence, reason: str, counter: str) -> None:
         sequence.cache = None
@@ -362,6 +468,14 @@ class Scheduler:
         return False
 
     def _loop(self) -> None:
+        # One BLAS thread: see the module docstring.
+        with threadpool_limits(limits=1, user_api="blas"):
+            try:
+                self._steps()
+            except Exception as error:  # any failure of the engine ends its requests
+                self._fail(error)
+
+    def _steps(self) -> None:
         engine = self.engine
         while True:
             with self._condition:
@@ -445,14 +559,83 @@ def _same(a, b) -> bool:
     return type(a) is type(b) and a == b
 
 
+def _shown(value, limit: int = 80) -> str:
+    """``value`` as JSON for an error message, cut to ``limit`` characters."""
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _refuse_unsupported(body: dict) -> None:
     """Raise 400 naming the first parameter of :data:`UNSUPPORTED` set to a value that asks."""
     for name, harmless in UNSUPPORTED.items():
         if name in body and not any(_same(body[name], value) for value in harmless):
             allowed = " or ".join(json.dumps(v) for v in harmless if v is not None) or "null"
-            raise APIError(400, f"{name}: got {json.dumps(body[name])}; this server cannot "
+            raise APIError(400, f"{name}: got {_shown(body[name])}; this server cannot "
                            f"honour it (allowed: {allowed}, or leave it out)", name,
                            code="unsupported_parameter")
+
+
+def _check_sampling(body: dict) -> None:
+    """Raise 400 naming a sampling parameter outside :data:`SAMPLING_RANGES`, or a bad ``n``."""
+    for name, (low, high, low_open) in SAMPLING_RANGES.items():
+        if name not in body:
+            continue
+        value = body[name]
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        if not (number and math.isfinite(value) and (value > low if low_open else value >= low)
+                and value <= high):
+            interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
+            raise APIError(400, f"{name}: got {_shown(value)}; must be a number in {interval}",
+                           name)
+    n = body.get("n", 1)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+        raise APIError(400, f"n: got {_shown(n)}; must be an integer >= 1 (and this server "
+                       "returns one choice, so 1)", "n")
+
+
+def _json_depth(value) -> int:
+    """How deeply arrays and objects nest in ``value`` (a scalar is 0), counted without
+    recursion and stopping once past :data:`MAX_JSON_DEPTH`."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        deepest = max(deepest, level)
+        if deepest > MAX_JSON_DEPTH:
+            break
+        stack.extend((child, level + 1) for child in children
+                     if isinstance(child, dict | list))
+    return deepest if isinstance(value, dict | list) else 0
+
+
+def _check_content_type(request: Request) -> None:
+    """Raise 415 unless the body is declared as JSON (or not declared at all)."""
+    declared = request.headers.get("content-type")
+    if declared is None:
+        return
+    media = declared.split(";", 1)[0].strip().lower()
+    if media == "application/json" or (media.startswith("application/")
+                                       and media.endswith("+json")):
+        return
+    raise APIError(415, f"content-type: got {declared!r}; the body must be JSON "
+                   "(application/json)", "content-type", code="unsupported_media_type")
+
+
+@functools.cache
+def _longest_token_bytes(tokenizer_name: str) -> int:
+    """The UTF-8 length of the tokenizer's longest token (128 bytes for cl100k_base).
+
+    No token covers more bytes, so a text of ``b`` bytes has at least
+    ``ceil(b / longest)`` tokens: a bound that needs no tokenizing.
+    """
+    tokenizer = get_tokenizer(tokenizer_name)
+    longest = 1
+    for token in range(tokenizer.vocab_size):
+        try:
+            longest = max(longest, len(tokenizer._token_bytes(token)))
+        except (KeyError, ValueError):  # an unassigned id
+            continue
+    return longest
 
 
 def _chat_messages(messages) -> list[dict]:
@@ -506,11 +689,28 @@ def _chat_prompt(messages) -> str:
     return "".join(parts) + "<|assistant|>\n"
 
 
-class _SSEResponse:
-    """An ASGI response that streams server-sent events from a request's token queue.
+async def _listen_for_disconnect(receive, scheduler: Scheduler, sequence: _Sequence) -> None:
+    """Cancel ``sequence`` as soon as its client disconnects (and wake its reader)."""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            scheduler.cancel(sequence)
+            sequence.queue.put_nowait(("disconnect", None))
+            return
 
-    Listens for ``http.disconnect`` while it streams, so a client that goes
-    away cancels its request at once rather than when the next write fails.
+
+def _engine_error(message: str) -> APIError:
+    return APIError(500, f"the engine failed: {message}", error_type="server_error",
+                    code="engine_failed")
+
+
+class _WatchedResponse:
+    """An ASGI response for one request that listens for ``http.disconnect`` meanwhile.
+
+    A client that goes away cancels its request at once (its slot is free at the
+    end of the decode step in flight) rather than when a write fails or, for a
+    whole completion, only after ``max_tokens``. ``_respond`` does the work and
+    sets ``job["done"]`` once the request has ended on its own.
     """
 
     def __init__(self, server: LabServer, job: dict) -> None:
@@ -519,29 +719,124 @@ class _SSEResponse:
     async def __call__(self, scope, receive, send) -> None:
         sequence: _Sequence = self.job["sequence"]
         scheduler = self.server.scheduler
-
-        async def listen() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    scheduler.cancel(sequence)
-                    sequence.queue.put_nowait(("disconnect", None))
-                    return
-
-        listener = asyncio.ensure_future(listen())
+        listener = asyncio.ensure_future(_listen_for_disconnect(receive, scheduler, sequence))
+        response = None
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": [
-                (b"content-type", b"text/event-stream; charset=utf-8"),
-                (b"cache-control", b"no-cache")]})
-            async for event in self.server._events(self.job):
-                await send({"type": "http.response.body", "body": event, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            scheduler.cancel(sequence)
+            response = await self._respond(send)
+        except OSError:  # the client went away mid-write
+            pass
         finally:
             listener.cancel()
             if not self.job.get("done"):
                 scheduler.cancel(sequence)
+        if response is not None:
+            await response(scope, receive, send)
+
+    async def _respond(self, send):
+        raise NotImplementedError
+
+
+class _WholeResponse(_WatchedResponse):
+    """Waits for the whole completion and sends it as one JSON body (500 if the engine
+    failed)."""
+
+    async def _respond(self, send):
+        sequence: _Sequence = self.job["sequence"]
+        detok = _Detokenizer(self.server.tokenizer)
+        text = []
+        while True:
+            kind, value = await sequence.queue.get()
+            if kind == "disconnect":
+                return None
+            if kind == "token":
+                text.append(detok.add(value))
+                continue
+            self.job["done"] = True
+            if kind == "error":
+                return _engine_error(value).response()
+            text.append(detok.add(-1, final=True))
+            return JSONResponse(self.server._whole_body(self.job, "".join(text), value))
+
+
+class _SSEResponse(_WatchedResponse):
+    """Streams server-sent events from the request's token queue."""
+
+    async def _respond(self, send):
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-cache")]})
+        async for event in self.server._events(self.job):
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return None
+
+
+class _DeadlineProtocol(H11Protocol):
+    """uvicorn's h11 protocol with a deadline on receiving each request.
+
+    A connection has ``request_timeout_s`` from its opening, or from the first
+    byte of a request, to deliver that request's headers and whole body; after
+    it the client gets 408 (if no response has begun) and the connection is
+    closed, so a client that trickles bytes (slowloris) cannot hold a socket.
+    Idle keep-alive connections are uvicorn's own keep-alive timeout's business.
+    """
+
+    def __init__(self, *args, request_timeout_s: float, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._request_timeout_s = request_timeout_s
+        self._deadline: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        self._arm()
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        state = self.conn.their_state
+        if state is h11.SEND_BODY or (state is h11.IDLE and self.conn.trailing_data[0]):
+            self._arm()
+        else:
+            self._disarm()
+
+    def connection_lost(self, exc) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _arm(self) -> None:
+        if self._deadline is None:
+            self._deadline = self.loop.call_later(self._request_timeout_s, self._expire)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _expire(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing():
+            return
+        if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # nothing sent yet
+            body = json.dumps(APIError(
+                408, f"the request was not received within {self._request_timeout_s:g} s "
+                "(request_timeout_s)", code="request_timeout").body()).encode()
+            self.transport.write(b"HTTP/1.1 408 Request Timeout\r\n"
+                                 b"content-type: application/json\r\n"
+                                 b"content-length: " + str(len(body)).encode() + b"\r\n"
+                                 b"connection: close\r\n\r\n" + body)
+        self.transport.close()
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn's server, which on shutdown (a signal, or ``close``) first has the scheduler
+    end every open request with ``"abort"``, so streams close with ``[DONE]``."""
+
+    def __init__(self, config: uvicorn.Config, scheduler: Scheduler) -> None:
+        super().__init__(config)
+        self._scheduler = scheduler
+
+    async def shutdown(self, sockets=None) -> None:
+        await asyncio.to_thread(self._scheduler.stop)
+        await super().shutdown(sockets=sockets)
 
 
 class LabServer:
@@ -568,6 +863,9 @@ class LabServer:
         self.scheduler = Scheduler(self.engine, self.config)
         self.host, self._port = host, port
         self._ids = itertools.count()
+        self._longest_token = _longest_token_bytes(self.config.tokenizer)
+        # Tokenizing runs here, off the event loop (tiktoken releases the GIL).
+        self._tokenize_pool = ThreadPoolExecutor(2, thread_name_prefix="inferlab-tokenize")
         self._uvicorn: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -592,9 +890,13 @@ class LabServer:
         """The OpenAI base URL, ``http://host:port/v1``."""
         return f"http://{self.host}:{self._port}/v1"
 
-    def _uvicorn_config(self) -> uvicorn.Config:
-        return uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="off",
-                              timeout_graceful_shutdown=5, ws="none")
+    def _uvicorn_config(self, **options) -> uvicorn.Config:
+        protocol = functools.partial(_DeadlineProtocol,
+                                     request_timeout_s=self.config.request_timeout_s)
+        settings = {"log_level": "warning", "access_log": False, **options}
+        return uvicorn.Config(self.app, lifespan="off", timeout_graceful_shutdown=5, ws="none",
+                              http=protocol, limit_concurrency=self.config.max_connections,
+                              **settings)
 
     def start(self, timeout_s: float = 30.0) -> LabServer:
         """Start the scheduler and the HTTP server in background threads."""
@@ -606,7 +908,7 @@ class LabServer:
         sock.listen(256)
         self._socket, self._port = sock, sock.getsockname()[1]
         self.scheduler.start()
-        self._uvicorn = uvicorn.Server(self._uvicorn_config())
+        self._uvicorn = _Uvicorn(self._uvicorn_config(), self.scheduler)
         started = threading.Event()
         original_startup = self._uvicorn.startup
 
@@ -632,6 +934,7 @@ class LabServer:
             self._thread.join(timeout_s)
         if self._socket is not None:
             self._socket.close()
+        self._tokenize_pool.shutdown(wait=True, cancel_futures=True)
 
     def __enter__(self) -> LabServer:
         return self.start()
@@ -650,12 +953,13 @@ class LabServer:
     def serve_forever(self) -> None:
         """Serve in this thread until interrupted (the command line's entry point)."""
         self.scheduler.start()
+        config = self._uvicorn_config(host=self.host, port=self._port, log_level="info",
+                                      access_log=True)
         try:
-            uvicorn.Server(uvicorn.Config(self.app, host=self.host, port=self._port,
-                                          log_level="info", lifespan="off",
-                                          timeout_graceful_shutdown=5, ws="none")).run()
+            _Uvicorn(config, self.scheduler).run()
         finally:
             self.scheduler.stop()
+            self._tokenize_pool.shutdown(wait=True, cancel_futures=True)
 
     # -- handlers ----------------------------------------------------------------------------
 
@@ -665,6 +969,13 @@ class LabServer:
                 "root": name, "parent": None, "max_model_len": self.config.context_tokens}
 
     async def _health(self, request: Request) -> JSONResponse:
+        failure = self.scheduler.failure
+        if failure is not None:
+            return APIError(503, f"the engine failed ({failure})", error_type="server_error",
+                            code="engine_failed").response()
+        if self.scheduler.stopping:
+            return APIError(503, "the server is shutting down",
+                            error_type="server_error").response()
         return JSONResponse({})
 
     async def _models(self, request: Request) -> JSONResponse:
@@ -689,36 +1000,85 @@ class LabServer:
 
     async def _handle(self, request: Request, chat: bool):
         try:
-            job = self._parse(await request.body(), chat)
+            _check_content_type(request)
+            job = self._parse(await self._read_body(request), chat)
+            if "text" in job:
+                ids = await asyncio.get_running_loop().run_in_executor(
+                    self._tokenize_pool, self.tokenizer.encode, job.pop("text"))
+                self._check_length(len(ids), job, chat)
+                job["prompt_ids"] = ids
+            job["prompt_ids"] = (np.asarray(job["prompt_ids"] or [0], dtype=np.int64)
+                                 % self.engine.config.vocab_size)
             job["sequence"] = _Sequence(job["prompt_ids"], job["max_tokens"], job["ignore_eos"],
                                         asyncio.get_running_loop())
             self.scheduler.admit(job["sequence"])
         except APIError as error:
-            return error.response()
+            response = error.response()
+            if error.status == 413:  # the rest of the body is not worth reading
+                response.headers["connection"] = "close"
+            return response
+        except ClientDisconnect:  # gone before its body arrived: nobody reads an answer
+            return JSONResponse({}, status_code=400)
         if job["stream"]:
             return _SSEResponse(self, job)
+        return _WholeResponse(self, job)
+
+    async def _read_body(self, request: Request) -> bytes:
+        """The body, refused with 413 as soon as it is known to exceed ``max_body_bytes``."""
+        limit = self.config.max_body_bytes
+
+        def too_large(size: str) -> APIError:
+            return APIError(413, f"the body is {size} bytes; at most {limit} are allowed "
+                            "(max_body_bytes)", code="body_too_large")
+
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            raise too_large(declared)
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_large(f"over {limit}")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _check_length(self, prompt_tokens: int, job: dict, chat: bool,
+                      at_least: bool = False) -> None:
+        """Raise 400 if the prompt plus ``max_tokens`` is longer than the context."""
+        context, max_tokens = self.config.context_tokens, job["max_tokens"]
+        if prompt_tokens + max_tokens > context:
+            bound = "at least " if at_least else ""
+            raise APIError(400, f"This model's maximum context length is {context} tokens. "
+                           f"However, you requested {bound}{prompt_tokens + max_tokens} tokens "
+                           f"({bound}{prompt_tokens} in the prompt, {max_tokens} for the "
+                           "completion).", "messages" if chat else "prompt",
+                           code="context_length_exceeded")
+
+    def _text_prompt(self, text: str, job: dict, chat: bool) -> str:
+        """``text`` checked to be valid Unicode and not provably longer than the context."""
+        param = "messages" if chat else "prompt"
         try:
-            text, finish = [], None
-            detok = _Detokenizer(self.tokenizer)
-            while finish is None:
-                kind, value = await job["sequence"].queue.get()
-                if kind == "token":
-                    text.append(detok.add(value))
-                elif kind == "end":
-                    finish = value
-                    text.append(detok.add(-1, final=True))
-        finally:
-            if finish is None:
-                self.scheduler.cancel(job["sequence"])
-        return JSONResponse(self._whole_body(job, "".join(text), finish))
+            size = len(text.encode("utf-8"))
+        except UnicodeEncodeError as error:
+            raise APIError(400, f"{param}: not valid Unicode ({error.reason} at character "
+                           f"{error.start})", param) from error
+        # No token is longer than the longest token, so this many tokens at least.
+        self._check_length(-(-size // self._longest_token), job, chat, at_least=True)
+        return text
 
     def _parse(self, raw: bytes, chat: bool) -> dict:
         try:
             body = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        except RecursionError as error:
+            raise APIError(400, f"the body nests arrays or objects too deeply (at most "
+                           f"{MAX_JSON_DEPTH} levels)") from error
+        except ValueError as error:  # bad JSON, bad UTF-8, or an integer of 4,300+ digits
             raise APIError(400, f"the body is not valid JSON: {error}") from error
         if not isinstance(body, dict):
             raise APIError(400, "the body must be a JSON object")
+        if _json_depth(body) > MAX_JSON_DEPTH:
+            raise APIError(400, f"the body nests arrays or objects too deeply (at most "
+                           f"{MAX_JSON_DEPTH} levels)")
         model = body.get("model")
         if not isinstance(model, str):
             raise APIError(400, "model: required, a string", "model")
@@ -726,34 +1086,35 @@ class LabServer:
             raise APIError(404, f"The model `{model}` does not exist; this server serves "
                            f"`{self.config.model_name}`", "model", code="model_not_found")
         body = {key: value for key, value in body.items() if value is not None}
+        _check_sampling(body)
         _refuse_unsupported(body)
+        key = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
+        max_tokens = body.get(key, self.config.default_max_tokens)
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise APIError(400, f"{key}: got {_shown(max_tokens)}; must be an integer >= 1", key)
+        job = {"max_tokens": max_tokens}
         if chat:
-            prompt_ids = self.tokenizer.encode(_chat_prompt(_chat_messages(body.get("messages"))))
+            job["text"] = self._text_prompt(_chat_prompt(_chat_messages(body.get("messages"))),
+                                            job, chat)
         else:
             prompt = body.get("prompt")
             if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], str):
                 prompt = prompt[0]
             if isinstance(prompt, str):
-                prompt_ids = self.tokenizer.encode(prompt)
-            elif (isinstance(prompt, list) and prompt and all(
-                    isinstance(t, int) and not isinstance(t, bool) and t >= 0 for t in prompt)):
-                prompt_ids = list(prompt)
+                job["text"] = self._text_prompt(prompt, job, chat)
+            elif isinstance(prompt, list) and prompt:
+                self._check_length(len(prompt), job, chat)  # before looking at every id
+                vocab = self.tokenizer.vocab_size
+                for token in prompt:
+                    if not (isinstance(token, int) and not isinstance(token, bool)
+                            and 0 <= token < vocab):
+                        raise APIError(400, f"prompt: got the token id {_shown(token, 40)}; "
+                                       f"ids of {self.tokenizer.name} are integers from 0 to "
+                                       f"{vocab - 1}", "prompt")
+                job["prompt_ids"] = prompt
             else:
                 raise APIError(400, "prompt: required, a string or a non-empty list of "
                                "token ids", "prompt")
-        if not prompt_ids:
-            prompt_ids = [0]  # an empty prompt still needs one position to predict from
-        key = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
-        max_tokens = body.get(key, self.config.default_max_tokens)
-        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise APIError(400, f"{key}: got {max_tokens!r}; must be an integer >= 1", key)
-        context = self.config.context_tokens
-        if len(prompt_ids) + max_tokens > context:
-            raise APIError(400, f"This model's maximum context length is {context} tokens. "
-                           f"However, you requested {len(prompt_ids) + max_tokens} tokens "
-                           f"({len(prompt_ids)} in the prompt, {max_tokens} for the "
-                           "completion).", "messages" if chat else "prompt",
-                           code="context_length_exceeded")
         stream = body.get("stream", False)
         ignore_eos = body.get("ignore_eos", False)
         options = body.get("stream_options") or {}
@@ -764,10 +1125,8 @@ class LabServer:
                                                            bool):
             raise APIError(400, "stream_options: must be an object with a boolean "
                            "include_usage", "stream_options")
-        vocab = self.engine.config.vocab_size
-        return {"chat": chat, "stream": stream, "max_tokens": max_tokens,
-                "ignore_eos": ignore_eos, "include_usage": options.get("include_usage", False),
-                "prompt_ids": np.asarray(prompt_ids, dtype=np.int64) % vocab,
+        return {**job, "chat": chat, "stream": stream, "ignore_eos": ignore_eos,
+                "include_usage": options.get("include_usage", False),
                 "id": f"{'chatcmpl' if chat else 'cmpl'}-{next(self._ids)}",
                 "created": int(time.time())}
 
@@ -812,6 +1171,12 @@ class LabServer:
         while True:
             kind, value = await sequence.queue.get()
             if kind == "disconnect":
+                return
+            if kind == "error":
+                # As vLLM does: an error event in the stream, then the end of the stream.
+                job["done"] = True
+                yield b"data: " + json.dumps(_engine_error(value).body()).encode() + b"\n\n"
+                yield b"data: [DONE]\n\n"
                 return
             if job["chat"] and not job.get("role_sent"):
                 # As vLLM does, the role chunk goes out with the first token, not before it.
@@ -976,7 +1341,20 @@ def main(argv: list[str] | None = None) -> None:
         print(f"tokenizer written to {folder}", flush=True)
     server = LabServer(config, host=args.host, port=args.port)
     print(f"serving {config.model_name} at http://{args.host}:{args.port}/v1", flush=True)
-    server.serve_forever()
+    # uvicorn handles SIGINT and SIGTERM while it serves (open streams end with "abort"
+    # and [DONE]), then raises the signal again: end quietly rather than with a traceback.
+    previous = signal.signal(signal.SIGTERM, _exit_quietly)
+    try:
+        server.serve_forever()
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    print("stopped", flush=True)
+
+
+def _exit_quietly(signum, frame) -> None:
+    raise SystemExit(0)
 
 
 if __name__ == "__main__":
