@@ -28,7 +28,9 @@ asks the server to generate exactly ``max_tokens`` (vLLM and this book's server
 honour it; servers that do not know it ignore it or refuse it).
 
 The run is bounded by ``requests`` and ``duration_s``; every network wait has
-a timeout. It runs its own asyncio loop in a fresh thread, so it works the same
+a timeout. On a slow or busy machine, size a run from a rate you measured
+(:func:`requests_within`) and set ``timeout_s`` from it too, rather than fixing
+both for a fast machine. It runs its own asyncio loop in a fresh thread, so it works the same
 in a script and in a notebook whose loop is already running. Used in the
 endpoint lab.
 """
@@ -76,8 +78,10 @@ class LoadSpec:
     Give ``concurrency`` for a closed loop or ``rate_per_s`` for an open loop
     (not both). ``requests`` and ``duration_s`` bound the run (whichever ends
     first: no request is sent after ``duration_s``); ``timeout_s`` bounds each
-    request. ``prompt_tokens`` and ``output_tokens`` are the means of the
-    lengths, ``*_sd`` their standard deviations (0 for fixed lengths). ``chat``
+    network wait of a request (connecting, and every wait for the next bytes, the
+    first token included: a request queued at the server waits that long).
+    ``prompt_tokens`` and ``output_tokens`` are the means of the lengths,
+    ``*_sd`` their standard deviations (0 for fixed lengths). ``chat``
     picks ``/chat/completions`` over ``/completions``. ``prompt_tokenizer``
     sizes the prompts. Raises ``ValueError`` naming the argument.
     """
@@ -198,6 +202,28 @@ class Trace:
     def errors(self) -> int:
         """How many requests failed."""
         return sum(1 for r in self.requests if not r.ok)
+
+
+def requests_within(rate_per_s: float, budget_s: float, at_least: int = 1,
+                    at_most: int | None = None) -> int:
+    """How many requests a run at ``rate_per_s`` completes in ``budget_s`` seconds.
+
+    ``round(rate_per_s * budget_s)``, kept between ``at_least`` and ``at_most``
+    (if given). Measure the rate on the machine that will run the load (a
+    short run's ``len(trace.succeeded) / trace.duration_s``), so a slow machine
+    runs fewer requests in the same time instead of running out of it. Used in
+    the endpoint lab. Raises ``ValueError`` naming the argument.
+    """
+    for name, value in (("rate_per_s", rate_per_s), ("budget_s", budget_s)):
+        if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+            raise ValueError(f"{name}: got {value!r}; must be a finite number > 0")
+    if not isinstance(at_least, int) or at_least < 1:
+        raise ValueError(f"at_least: got {at_least!r}; must be a whole number >= 1")
+    if at_most is not None and (not isinstance(at_most, int) or at_most < at_least):
+        raise ValueError(f"at_most: got {at_most!r}; must be None or a whole number >= "
+                         f"at_least ({at_least})")
+    count = max(at_least, round(rate_per_s * budget_s))
+    return count if at_most is None else min(count, at_most)
 
 
 def _lengths(mean: int, sd: float, n: int, rng: np.random.Generator) -> np.ndarray:

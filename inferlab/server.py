@@ -80,9 +80,11 @@ Robustness, so that no request can hold up the others (each bound is a
 
 The worker thread runs BLAS on one thread (``threadpoolctl``): on a machine
 with few cores, BLAS threads that spin between the small multiplies of a
-decode step take the cores that the event loop and the clients need.
-OpenBLAS's thread count is process-wide, so the pin holds, for the whole
-process, while a server's worker runs.
+decode step take the cores that the event loop and the clients need
+(measured on a busy 2-core machine: 32 concurrent streams of the default size
+took 30 s with two BLAS threads and 4.6 s with one). OpenBLAS's thread count
+is process-wide, so the pin holds, for the whole process, while a server's
+worker runs.
 
 Use it as a context manager (``with LabServer() as server: server.base_url``;
 a free port on 127.0.0.1, shut down on exit) or from the command line,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab.loadclient import LoadSpec, make_prompt, run_load
+from inferlab.loadclient import LoadSpec, make_prompt, requests_within, run_load
 from inferlab.server import LabServer, ServerConfig
 from inferlab.tokenizers import get_tokenizer
 
@@ -73,3 +73,17 @@ def test_spec_is_checked():
         LoadSpec(concurrency=2, rate_per_s=1.0)
     with pytest.raises(ValueError, match="requests"):
         LoadSpec(requests=0)
+
+
+def test_requests_within_a_budget_follow_the_measured_rate():
+    assert requests_within(2.0, 10.0) == 20
+    # A machine four times slower runs a quarter of the requests in the same time.
+    assert requests_within(0.5, 10.0) == 5
+    assert requests_within(0.01, 10.0, at_least=3) == 3
+    assert requests_within(100.0, 10.0, at_least=3, at_most=24) == 24
+    for bad in ({"rate_per_s": 0.0}, {"rate_per_s": float("inf")}, {"budget_s": -1.0}):
+        args = {"rate_per_s": 1.0, "budget_s": 1.0, **bad}
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            requests_within(**args)
+    with pytest.raises(ValueError, match="at_most"):
+        requests_within(1.0, 1.0, at_least=4, at_most=2)
