@@ -40,11 +40,35 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 import pandas as pd
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+
+def _tables_folder() -> Path:
+    """The folder holding the tables: the package ``inferlab.tables``.
+
+    ``pyproject.toml`` installs the repository's ``data/`` as that package, so a wheel
+    or ``pip install .`` carries it inside ``inferlab``, and an editable install maps it
+    to the repository's own ``data/`` (an edit to a CSV there counts at once). A source
+    tree put on ``sys.path`` without installing has no such package; there the tables
+    are the ``data/`` next to ``inferlab/``.
+    """
+    try:
+        folder = resources.files("inferlab.tables")
+    except ModuleNotFoundError:
+        return Path(__file__).resolve().parent.parent / "data"
+    if not isinstance(folder, Path):  # e.g. imported from a zip archive
+        raise ImportError(f"inferlab.tables: the tables must be files on disk, found {folder!r}; "
+                          f"install inferlab with pip rather than importing it from an archive")
+    return folder
+
+
+#: The folder the tables are read from (``data/`` of the repository, installed as
+#: ``inferlab.tables``); the sample texts are in its ``texts/`` and the benchmark
+#: tools' traces in ``traces/``.
+DATA_DIR = _tables_folder()
 
 #: The longest cell the loader accepts, in characters. The longest real cell (a
 #: hardware source list) is about 1,500 characters; a cell many times that is a
