@@ -7,8 +7,9 @@ predicted latency-bound anchor (Interactive, else Server) matches the audited
 figure, and inside every trial ``compute_efficiency`` is bisected so that the
 predicted Offline anchor matches its figure. Everything else is
 :data:`inferlab.calibration.ASSUMED`. Runs use :data:`inferlab.predict.FIT_RULES`
-(MLPerf's rules with a 120-second minimum duration), as the accuracy benchmark does.
-Takes a few minutes on two cores; prints each trial.
+(Server and Interactive cut to a 120-second minimum duration, Offline at MLPerf's own
+rules), as the accuracy benchmark does. Takes about twenty minutes on two cores;
+prints each trial.
 """
 
 from __future__ import annotations
@@ -48,12 +49,15 @@ OVERHEAD_RANGE = (0.0, 0.100)
 def _predicted(row: dict, candidate: Stack) -> float:
     return predict(row["accelerator"], int(row["accelerators"]), "Llama 2 70B",
                    row["precision"], row["scenario"], stack=candidate,
-                   rules=FIT_RULES).tokens_per_s
+                   rules=FIT_RULES[row["scenario"]]).tokens_per_s
 
 
-def fit(name: str, offline: dict, bounded: dict | None) -> tuple[Stack, str]:
+def fit(name: str, offline: dict, bounded: dict | None,
+        fitted: dict[str, Stack] | None = None) -> tuple[Stack, str]:
     """The stack whose predictions reproduce ``offline`` and ``bounded`` (two audited rows);
-    with no ``bounded`` row, only the efficiency is fitted (see :data:`FIXED_COST_FROM`)."""
+    with no ``bounded`` row, only the efficiency is fitted, with the fixed cost of
+    :data:`FIXED_COST_FROM`'s stack as fitted earlier in this run (``fitted``) or, for a
+    stack not refitted now, as stored."""
     def with_overhead(overhead_s: float) -> Stack:
         def offline_at(efficiency: float) -> float:
             return _predicted(offline, Stack(name, efficiency, overhead_s))
@@ -63,7 +67,8 @@ def fit(name: str, offline: dict, bounded: dict | None) -> tuple[Stack, str]:
 
     if bounded is None:
         source = FIXED_COST_FROM[name]
-        overhead = stack(source).step_overhead_s
+        overhead = (fitted[source] if fitted and source in fitted
+                    else stack(source)).step_overhead_s
         found = with_overhead(overhead)
         return (Stack(name, found.compute_efficiency, overhead, fitted_on=(offline["id"],)),
                 f" The fixed cost is the {source} stack's, not fitted here.")
@@ -114,7 +119,7 @@ def main(argv=None) -> int:
     if path.is_file():
         with path.open(newline="", encoding="utf-8") as handle:
             kept = {row["name"]: row for row in csv.DictReader(handle)}
-    rows = []
+    rows, fitted = [], {}
     for name, (offline_id, bounded_id) in ANCHORS.items():
         if args.stack and name not in args.stack:
             if name in kept:
@@ -123,7 +128,8 @@ def main(argv=None) -> int:
         print(f"fitting {name} on {offline_id}" + (f" and {bounded_id}" if bounded_id else ""),
               flush=True)
         bounded = None if bounded_id is None else table.loc[bounded_id].to_dict()
-        found, edge = fit(name, table.loc[offline_id].to_dict(), bounded)
+        found, edge = fit(name, table.loc[offline_id].to_dict(), bounded, fitted)
+        fitted[name] = found
         rows.append({
             "name": name,
             "compute_efficiency": f"{found.compute_efficiency:.4f}",

@@ -102,7 +102,8 @@ def test_each_stored_stack_reproduces_its_offline_anchor(name):
     fitted = stack(name)
     offline = next(table.loc[i] for i in fitted.fitted_on if table.loc[i, "scenario"] == "Offline")
     found = predict(offline["accelerator"], int(offline["accelerators"]), "Llama 2 70B",
-                    offline["precision"], "Offline", stack=fitted, rules=FIT_RULES)
+                    offline["precision"], "Offline", stack=fitted,
+                    rules=FIT_RULES["Offline"])
     assert found.tokens_per_s == pytest.approx(offline["tokens_per_s"], rel=0.02)
     assert found.valid
 
@@ -113,11 +114,12 @@ def test_the_hopper_stack_reproduces_its_interactive_anchor_and_a_bigger_overhea
     row = next(table.loc[i] for i in fitted.fitted_on if table.loc[i, "scenario"] != "Offline")
     args = (row["accelerator"], int(row["accelerators"]), "Llama 2 70B", row["precision"],
             row["scenario"])
-    found = predict(*args, stack=fitted, rules=FIT_RULES)
+    found = predict(*args, stack=fitted, rules=FIT_RULES[row["scenario"]])
     assert found.valid and found.tpot_p99_s <= 0.040
     assert found.tokens_per_s == pytest.approx(row["tokens_per_s"], rel=0.03)
     slower = Stack("slower", fitted.compute_efficiency, fitted.step_overhead_s * 1.5)
-    assert predict(*args, stack=slower, rules=FIT_RULES).tokens_per_s < found.tokens_per_s
+    rules = FIT_RULES[row["scenario"]]
+    assert predict(*args, stack=slower, rules=rules).tokens_per_s < found.tokens_per_s
 
 
 def test_every_stack_names_the_rows_it_was_fitted_on():
