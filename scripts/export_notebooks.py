@@ -6,21 +6,13 @@
 
 Each chapter (a ``_toc.yml`` file whose name starts with two digits) is converted with
 jupytext, without outputs, to ``<out>/<chapter>.ipynb`` (default out:
-``_build/notebooks``). A setup cell is put first. When the notebook runs, it
-
-1. imports ``inferlab`` if it is installed (``pip install -r requirements.txt`` in a
-   clone installs it, editable);
-2. otherwise looks for the repository in the working folder (the notebook's, in
-   Jupyter) and its parents, and in a clone named like the repository inside any of
-   them (a folder holding both ``inferlab/`` and ``data/``; a notebook saved into the
-   clone's ``book/`` folder, or next to the clone, is found) and puts it on
-   ``sys.path``;
-3. otherwise prints how to get it (clone, ``pip install -r requirements.txt``) and
-   raises ``ModuleNotFoundError``.
-
-The package finds its data (``data/``, tokenizer files) relative to its own folder, so
-the setup cell also checks that ``data/`` sits next to the package it imported (an
-editable install or a clone; a plain ``pip install`` of the package alone has none).
+``_build/notebooks``). A setup cell is put first: when the notebook runs in a kernel
+that cannot import ``inferlab``, it installs the package with ``%pip`` from the
+repository (``inferlab[notebooks] @ git+<repository>``: the package with the libraries
+the chapters import). The package carries the book's tables, sample texts, traces and
+tokenizer files, so the chapter then runs from any folder, offline. A kernel that
+already has ``inferlab`` (``pip install -r requirements.txt`` in a clone installs it,
+editable) installs nothing.
 
 The site offers the same notebooks on every chapter page: the Sphinx extension
 ``book/_ext/notebooks.py``, which holds the conversion and the setup cell, writes them
@@ -47,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "notebooks",
                         help="output folder (default: _build/notebooks)")
     parser.add_argument("--repository", default=REPOSITORY,
-                        help=f"clone URL the setup cell prints (default: {REPOSITORY})")
+                        help=f"repository the setup cell installs from (default: {REPOSITORY})")
     parser.add_argument("--student", action="store_true",
                         help="remove exercise solutions, as the student edition does")
     args = parser.parse_args(argv)

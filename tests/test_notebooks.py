@@ -1,10 +1,11 @@
 """Runnable notebooks: each chapter as an .ipynb that runs when downloaded on its own.
 
-- The setup cell's ``find_inferlab`` (run with a fake import and a fake folder tree):
-  it uses an installed package, finds a clone in or above the notebook's folder or
-  next to it, and otherwise prints how to get the book and stops.
-- The same cell in a Python that cannot import ``inferlab`` (``python -I -S`` in a
-  folder outside the repository) prints the instructions and fails.
+- The setup cell, in a Python that cannot import ``inferlab`` (``python -I -S``, with a
+  stand-in for IPython's ``%pip``), installs the package from the repository with the
+  notebooks extra and then imports it; in a kernel that has ``inferlab`` it installs
+  nothing. The note above it shows the same ``pip install`` command.
+- An exported chapter starts with those cells, and ``--repository`` changes where the
+  cell installs from.
 - An exported chapter executes from a folder outside the repository (``build``).
 - A one-page book built with ``book/_ext/notebooks.py`` offers the notebook on the
   page and in the download button, and a student build strips its solutions (``build``).
@@ -24,7 +25,10 @@ import nbformat
 import pytest
 import yaml
 from conftest import MYST_HEADER, ROOT, build_book, write_one_page_book
+from IPython.core.inputtransformer2 import TransformerManager
 from nbclient import NotebookClient
+
+import inferlab
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import notebooks  # noqa: E402
@@ -36,88 +40,71 @@ _spec.loader.exec_module(export_notebooks)
 
 CHAPTER = ROOT / "book" / "04_tokenizers.md"
 SETUP = notebooks.setup_cells()[1].source
+REQUIREMENT = notebooks.REQUIREMENT.format(repository=notebooks.REPOSITORY)
 
 
-def _find_inferlab():
-    """The setup cell's function, from its source (running the cell imports inferlab)."""
-    namespace: dict = {}
-    exec(compile(SETUP, "<setup cell>", "exec"), namespace)
-    return namespace["find_inferlab"]
+def _as_python(cell: str) -> str:
+    """The cell as IPython runs it: ``%pip ...`` becomes a ``run_line_magic`` call."""
+    return TransformerManager().transform_cell(cell)
 
 
-class FakeImport:
-    """``import_module`` that finds ``inferlab`` only once ``folder`` is on ``path``."""
-
-    def __init__(self, path: list[str], folder=None, installed_at=None):
-        self.path, self.folder, self.installed_at = path, folder, installed_at
-
-    def __call__(self, name):
-        assert name == "inferlab"
-        if self.installed_at is not None:
-            return types.SimpleNamespace(__file__=str(self.installed_at / "__init__.py"))
-        if self.folder is not None and str(self.folder) in self.path:
-            return types.SimpleNamespace(__file__=str(self.folder / "inferlab" / "__init__.py"))
-        raise ModuleNotFoundError("No module named 'inferlab'", name="inferlab")
+# A stand-in for IPython in a plain Python: ``%pip`` prints what it was asked and
+# "installs" inferlab by writing an empty package into a folder on sys.path.
+FAKE_IPYTHON = """
+import pathlib, sys
+site = pathlib.Path(sys.argv[1])
+sys.path.insert(0, str(site))
 
 
-def _clone(folder):
-    (folder / "inferlab").mkdir(parents=True)
-    (folder / "inferlab" / "__init__.py").write_text("")
-    (folder / "data").mkdir()
-    (folder / "book").mkdir()
-    return folder
+class Shell:
+    def run_line_magic(self, name, line):
+        print("magic:", name, line)
+        (site / "inferlab").mkdir()
+        (site / "inferlab" / "__init__.py").write_text("")
 
 
-def test_setup_uses_an_installed_inferlab_with_its_data(tmp_path):
-    clone = _clone(tmp_path / "clone")
-    path: list[str] = []
-    module = _find_inferlab()(start=tmp_path, path=path,
-                              import_module=FakeImport(path, installed_at=clone / "inferlab"))
-    assert module.__file__.startswith(str(clone))
-    assert path == []
+def get_ipython():
+    return Shell()
+"""
 
 
-@pytest.mark.parametrize("where", ["in the clone's book folder", "next to the clone"])
-def test_setup_finds_a_clone_of_the_book(tmp_path, capsys, where):
-    name = notebooks.REPOSITORY.rsplit("/", 1)[-1]
-    clone = _clone(tmp_path / name)
-    start = clone / "book" if where.startswith("in") else tmp_path
-    path: list[str] = []
-    module = _find_inferlab()(start=start, path=path, import_module=FakeImport(path, clone))
-    assert path == [str(clone)]
-    assert module.__file__ == str(clone / "inferlab" / "__init__.py")
-    assert f"Using the book's repository at {clone}" in capsys.readouterr().out
-
-
-def test_setup_without_inferlab_prints_how_to_get_it_and_stops(tmp_path, capsys):
-    path: list[str] = []
-    with pytest.raises(ModuleNotFoundError, match="git clone"):
-        _find_inferlab()(start=tmp_path, path=path, import_module=FakeImport(path))
-    out = capsys.readouterr().out
-    assert f"git clone {notebooks.REPOSITORY}" in out
-    assert "pip install -r requirements.txt" in out
-    assert "pip install -e" in out
-
-
-def test_setup_refuses_an_inferlab_installed_without_its_data(tmp_path, capsys):
-    site = tmp_path / "site-packages" / "inferlab"
-    site.mkdir(parents=True)
-    path: list[str] = []
-    with pytest.raises(ModuleNotFoundError, match="data/"):
-        _find_inferlab()(start=tmp_path, path=path,
-                         import_module=FakeImport(path, installed_at=site))
-    assert "pip install -r requirements.txt" in capsys.readouterr().out
-
-
-def test_setup_cell_in_a_python_without_inferlab(tmp_path):
+def test_setup_cell_installs_inferlab_when_the_kernel_lacks_it(tmp_path):
     # -I ignores PYTHONPATH and the user's site, -S the site-packages (where the editable
-    # install lives); the setup cell needs only the standard library.
-    completed = subprocess.run([sys.executable, "-I", "-S", "-c", SETUP], cwd=tmp_path,
-                               capture_output=True, text=True)
-    assert completed.returncode != 0
-    assert "ModuleNotFoundError" in completed.stderr
-    assert f"git clone {notebooks.REPOSITORY}" in completed.stdout
-    assert "pip install -r requirements.txt" in completed.stdout
+    # install lives); the cell needs only the standard library.
+    site = tmp_path / "site"
+    site.mkdir()
+    code = FAKE_IPYTHON + _as_python(SETUP) + "\nprint('imported:', inferlab.__file__)\n"
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(site)], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f'magic: pip install --quiet "{REQUIREMENT}"',
+        f"imported: {site / 'inferlab' / '__init__.py'}",
+    ]
+
+
+def test_setup_cell_leaves_an_installed_inferlab_alone():
+    calls: list = []
+    shell = types.SimpleNamespace(run_line_magic=lambda *args: calls.append(args))
+    namespace = {"get_ipython": lambda: shell}
+    exec(compile(_as_python(SETUP), "<setup cell>", "exec"), namespace)
+    assert calls == []
+    assert namespace["inferlab"] is inferlab
+
+
+def test_setup_note_shows_the_install_command():
+    note = notebooks.setup_cells()[0].source
+    assert f'pip install "{REQUIREMENT}"' in note
+    assert "pip install -r requirements.txt" in note
+
+
+def test_export_installs_from_the_repository_it_is_given(tmp_path):
+    fork = "https://example.org/someone/tokens-per-second"
+    assert export_notebooks.main([str(CHAPTER), "--out", str(tmp_path), "--repository",
+                                  fork]) == 0
+    nb = nbformat.read(tmp_path / f"{CHAPTER.stem}.ipynb", as_version=4)
+    assert f'%pip install --quiet "inferlab[notebooks] @ git+{fork}"' in nb.cells[1].source
+    assert notebooks.REPOSITORY not in nb.cells[0].source + nb.cells[1].source
 
 
 def test_exported_notebook_starts_with_the_setup_cells_and_has_no_outputs(tmp_path):
@@ -147,8 +134,7 @@ def test_exported_chapter_runs_outside_the_repository(tmp_path):
     assert not tmp_path.resolve().is_relative_to(ROOT)
     NotebookClient(nb, timeout=600, kernel_name="python3",
                    resources={"metadata": {"path": str(tmp_path)}}).execute()
-    setup_output = "".join(o.get("text", "") for o in nb.cells[1].outputs)
-    assert "git clone" not in setup_output
+    assert nb.cells[1].outputs == []  # the kernel has inferlab: nothing installed or printed
 
 
 PAGE = MYST_HEADER + "\n" + textwrap.dedent(

@@ -9,11 +9,15 @@
   environment's packages for its dependencies, and run from a folder outside the
   repository with downloads made to fail, it runs every chapter's imports, and gives the
   same H200 chip, the same tables and the same token counts (all six tokenizers) as the
-  repository, every ``inferlab`` module coming from the installed copy.
+  sources it was built from run uninstalled, every ``inferlab`` module coming from the
+  installed copy.
 - An editable install reads the sources' ``data/`` in place: an edit to a CSV there
   reaches the loader at once, with no reinstall.
 - Sources put on ``sys.path`` with no install at all still find ``data/`` next to
   ``inferlab/``.
+- The requirement an exported notebook's first cell installs
+  (``inferlab[notebooks] @ git+<repository>``) builds from a git repository, with the
+  tables inside and the extra's requirements declared.
 """
 
 from __future__ import annotations
@@ -26,13 +30,18 @@ import site
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import jupytext
 import pytest
 from conftest import ROOT
+from packaging.requirements import Requirement
 
-from inferlab import data, specs, token_counts
+from inferlab import data
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+import notebooks  # noqa: E402  (the exported notebooks' setup cell)
 
 # Every folder this environment's packages come from; the fresh environments see them
 # through a .pth file, so that installing inferlab there needs no download.
@@ -122,19 +131,33 @@ print(json.dumps({{
 """
 
 
+def _from_sources(sources: Path, code: str, cwd: Path) -> str:
+    """Run ``code`` with ``sources`` first on sys.path and no install of inferlab at all.
+
+    ``-S`` skips site-packages, and with them any install of inferlab; this
+    environment's packages follow ``sources`` as plain folders (their .pth files, an
+    editable install's among them, do not run).
+    """
+    prefix = "import sys; sys.path[:0] = sys.argv[1:2]; sys.path += sys.argv[2:]\n"
+    return _run([sys.executable, "-S", "-c", prefix + code, str(sources), *DEPENDENCY_DIRS],
+                cwd=cwd, env=_reader_env())
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
+def build(tmp_path_factory) -> tuple[Path, Path]:
+    """The wheel, and the copy of the sources it was built from (the repository may change
+    while the tests run: what the wheel holds is compared with that copy)."""
     root = tmp_path_factory.mktemp("wheel")
     sources = _copy_sources(root / "src")
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
           "--no-index", "--wheel-dir", str(root / "dist"), str(sources)], cwd=root)
     (built,) = (root / "dist").glob("inferlab-*.whl")
-    return built
+    return built, sources
 
 
 @pytest.fixture(scope="module")
-def installed(wheel, tmp_path_factory) -> tuple[Path, Path]:
-    return _environment(tmp_path_factory.mktemp("venv") / "env", wheel)
+def installed(build, tmp_path_factory) -> tuple[Path, Path]:
+    return _environment(tmp_path_factory.mktemp("venv") / "env", build[0])
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -142,11 +165,12 @@ def _files(folder: Path) -> dict[str, bytes]:
             if p.is_file() and "__pycache__" not in p.parts}
 
 
-def test_the_installed_package_holds_every_module_and_data_file(installed):
+def test_the_installed_package_holds_every_module_and_data_file(build, installed):
+    _, sources = build
     _, purelib = installed
     package = purelib / "inferlab"
-    expected = {name: content for name, content in _files(ROOT / "inferlab").items()}
-    expected.update({f"tables/{name}": content for name, content in _files(ROOT / "data").items()})
+    expected = dict(_files(sources / "inferlab"))
+    expected.update({f"tables/{name}": body for name, body in _files(sources / "data").items()})
     found = _files(package)
     assert sorted(set(expected) - set(found)) == []  # nothing left behind
     assert sorted(set(found) - set(expected)) == []  # nothing foreign
@@ -157,13 +181,16 @@ def test_the_installed_package_holds_every_module_and_data_file(installed):
         assert needed in found
 
 
-def test_the_installed_package_works_from_another_folder_offline(installed, tmp_path):
+def test_the_installed_package_works_from_another_folder_offline(build, installed, tmp_path):
+    _, sources = build
     python, purelib = installed
     reader = tmp_path / "reader"
     reader.mkdir()
-    out = _run([str(python), "-c", PROBE.format(imports=_chapter_imports())], cwd=reader,
-               env=_reader_env())
+    code = PROBE.format(imports=_chapter_imports())
+    out = _run([str(python), "-c", code], cwd=reader, env=_reader_env())
     probe = json.loads(out.strip().splitlines()[-1])
+    # The same code on the sources the wheel was built from, not installed.
+    expected = json.loads(_from_sources(sources, code, reader).strip().splitlines()[-1])
 
     package = (purelib / "inferlab").resolve()
     modules = [Path(f).resolve() for f in probe["modules"]]
@@ -173,14 +200,15 @@ def test_the_installed_package_works_from_another_folder_offline(installed, tmp_
     assert Path(probe["tiktoken_cache"]).resolve() == package / "tiktoken_cache"
     assert not Path(probe["data_dir"]).resolve().is_relative_to(ROOT)
 
-    h200 = specs.chip("NVIDIA H200 SXM")
-    assert probe["chip"] == [h200.memory_bandwidth_bytes_per_s, h200.memory_capacity_bytes,
-                             h200.bf16_flop_per_s]
-    assert probe["tables"] == {name: data.load_table(name).to_json() for name in data.SCHEMAS}
-    counts = token_counts.count_tokens()[["file", "tokenizer", "tokens"]].values.tolist()
-    assert probe["tokens"] == counts
+    assert Path(expected["data_dir"]).resolve() == (sources / "data").resolve()
+    assert probe["chip"] == expected["chip"]
+    assert probe["chip"][0] > 1e12  # an H200 reads terabytes per second
+    assert probe["tables"] == expected["tables"]
+    assert sorted(probe["tables"]) == sorted(data.SCHEMAS)
+    assert probe["tokens"] == expected["tokens"]
     assert {tokenizer for _, tokenizer, _ in probe["tokens"]} >= {"cl100k_base", "o200k_base",
                                                                  "llama2", "llama3"}
+    assert min(tokens for *_, tokens in probe["tokens"]) > 0
 
 
 EDITABLE_PROBE = """
@@ -211,7 +239,7 @@ def test_an_editable_install_reads_the_sources_data_in_place(tmp_path):
     init, data_dir, stacks = probe()
     assert Path(init).resolve() == (sources / "data" / "__init__.py").resolve()
     assert Path(data_dir).resolve() == (sources / "data").resolve()
-    assert int(stacks) == len(data.load_table("stacks"))
+    assert int(stacks) == len(data.load_table("stacks", data_dir=sources / "data"))
 
     table = sources / "data" / "stacks.csv"
     table.write_text(table.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")
@@ -220,13 +248,49 @@ def test_an_editable_install_reads_the_sources_data_in_place(tmp_path):
 
 
 def test_sources_on_sys_path_without_an_install_find_data_next_to_the_package(tmp_path):
-    # -S: no site-packages, so no editable install; ROOT first, this environment's packages
-    # after it for pandas and numpy (added as plain folders: their .pth files do not run).
-    code = ("import sys; sys.path[:0] = [sys.argv[1]]; sys.path += sys.argv[2:]; "
-            "import importlib.util, inferlab.data; "
+    code = ("import importlib.util, inferlab.data\n"
             "print(importlib.util.find_spec('inferlab.tables')); print(inferlab.data.DATA_DIR)")
-    out = _run([sys.executable, "-S", "-c", code, str(ROOT), *DEPENDENCY_DIRS], cwd=tmp_path,
-               env=_reader_env())
-    spec, data_dir = out.strip().splitlines()
+    spec, data_dir = _from_sources(ROOT, code, tmp_path).strip().splitlines()
     assert spec == "None"
     assert Path(data_dir) == ROOT / "data"
+
+
+def test_the_notebooks_requirement_builds_from_a_git_url(tmp_path):
+    repository = _copy_sources(tmp_path / "repository")
+    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.org"]
+    for command in (["init", "--quiet"], ["add", "."], ["commit", "--quiet", "-m", "sources"]):
+        _run([*git, *command], cwd=repository)
+    requirement = notebooks.REQUIREMENT.format(repository=repository.as_uri())
+    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+          "--no-index", "--wheel-dir", str(tmp_path / "dist"), requirement], cwd=tmp_path)
+    (built,) = (tmp_path / "dist").glob("inferlab-*.whl")
+    with zipfile.ZipFile(built) as archive:
+        names = set(archive.namelist())
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        requires = [line.split(":", 1)[1].strip()
+                    for line in archive.read(metadata).decode().splitlines()
+                    if line.startswith("Requires-Dist:")]
+    assert {f"inferlab/tables/{name}.csv" for name in data.SCHEMAS} <= names
+    assert "inferlab/tables/texts/manifest.csv" in names
+    assert _extra_closure(requires, "notebooks") >= {"myst-nb", "starlette", "uvicorn", "httpx",
+                                                     "threadpoolctl", "mlcommons-loadgen"}
+    assert "jupyter-book" not in _extra_closure(requires, "notebooks")  # that is "book"
+    assert "starlette" not in _extra_closure(requires, None)  # the lab is optional
+
+
+def _extra_closure(requires: list[str], extra: str | None) -> set[str]:
+    """The distributions ``inferlab[extra]`` requires, following inferlab[...] references."""
+    names: set[str] = set()
+    pending, seen = [extra], set()
+    while pending:
+        current = pending.pop()
+        seen.add(current)
+        for line in requires:
+            requirement = Requirement(line)
+            if requirement.marker and not requirement.marker.evaluate({"extra": current or ""}):
+                continue
+            if requirement.name == "inferlab":
+                pending.extend(e for e in requirement.extras if e not in seen)
+            else:
+                names.add(requirement.name)
+    return names

@@ -5,14 +5,13 @@ with two digits) as ``notebooks/<chapter>.ipynb`` in the site, adds it as ".ipyn
 the page's download button, and puts a link to it under the chapter's title.
 
 The notebook is jupytext's conversion of the chapter (no outputs) with a setup cell
-first that imports ``inferlab``, or finds a clone of the book in or above the
-notebook's folder, or prints how to get one (``git clone ...; pip install -r
-requirements.txt``) and stops with ``ModuleNotFoundError``. In the student edition
-(``inferlab_edition = "student"``, see ``editions.py``) solutions are removed from the
-notebooks too. ``scripts/export_notebooks.py`` writes the same notebooks from the
-command line.
+first that installs ``inferlab`` with ``%pip`` from the repository when the kernel
+cannot import it (the package carries its data, so nothing else is needed), and
+otherwise does nothing. In the student edition (``inferlab_edition = "student"``, see
+``editions.py``) solutions are removed from the notebooks too.
+``scripts/export_notebooks.py`` writes the same notebooks from the command line.
 
-Config values: ``inferlab_repository``, the clone URL the setup cell prints.
+Config values: ``inferlab_repository``, the repository the setup cell installs from.
 """
 
 from __future__ import annotations
@@ -24,91 +23,46 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-#: Where the book's sources live; the setup cell's instructions name it.
+#: Where the book's sources live; the setup cell installs the package from there.
 REPOSITORY = "https://github.com/inferlab/tokens-per-second"
+
+#: What the setup cell installs: the package with everything a chapter imports, from the
+#: repository (the package carries the book's tables and tokenizer files).
+REQUIREMENT = "inferlab[notebooks] @ git+{repository}"
 
 SETUP_MARKDOWN = """\
 **Setup.** This notebook is one chapter of *Tokens per Second Is Not a Property of a
-Chip*. It needs the book's helper package `inferlab` and its data. The next cell finds
-them: an installed `inferlab` (`pip install -r requirements.txt` in a clone of the
-repository installs it), or a clone of the repository in this notebook's folder or a
-folder above it. If it finds neither, it prints how to get them:
+Chip*. It needs the book's helper package `inferlab`, which carries the book's data and
+tokenizer files. If this kernel cannot import it, the next cell installs it, with the
+libraries the chapters use (this needs git and the network once):
 
 ```bash
-git clone {repository}
-cd {folder}
-pip install -r requirements.txt
-jupyter lab book/
+pip install "{requirement}"
 ```
+
+In a clone of the repository, `pip install -r requirements.txt` installs it too
+(editable), and the cell then installs nothing.
 """
 
-# The setup cell's code. ``find_inferlab`` is kept a function of its inputs so that the
-# tests can run it with a fake import and a fake folder tree.
-SETUP_CODE = '''\
-# Setup: find the book's helper package `inferlab` (see the note above).
-import importlib
-import sys
-from pathlib import Path
+# The setup cell: IPython's %pip installs into the kernel's own environment.
+SETUP_CODE = """\
+# Setup: install the book's helper package `inferlab` if this kernel lacks it (see above).
+import importlib.util
 
-REPOSITORY = "{repository}"
-
-
-def find_inferlab(start=None, import_module=importlib.import_module, path=sys.path):
-    """Import inferlab, from the environment or from a clone of the book above `start`.
-
-    Returns the imported module; raises ModuleNotFoundError with instructions otherwise.
-    """
-    get = (
-        "Get them with:\\n\\n"
-        f"    git clone {{REPOSITORY}}\\n"
-        f"    cd {{REPOSITORY.rstrip('/').rsplit('/', 1)[-1]}}\\n"
-        "    pip install -r requirements.txt\\n\\n"
-        "then open this notebook from the clone's book/ folder (jupyter lab book/), or "
-        "run `pip install -e <path of the clone>` in the environment of this kernel."
-    )
-    try:
-        module = import_module("inferlab")
-    except ModuleNotFoundError as error:
-        if error.name not in (None, "inferlab"):
-            raise  # inferlab is there but one of its requirements is not
-        module = None
-    if module is None:
-        start = Path(start or Path.cwd()).resolve()
-        name = REPOSITORY.rstrip("/").rsplit("/", 1)[-1]
-        places = [place for folder in (start, *start.parents) for place in (folder, folder / name)]
-        for folder in places:
-            if (folder / "inferlab" / "__init__.py").is_file() and (folder / "data").is_dir():
-                path.insert(0, str(folder))
-                print(f"Using the book's repository at {{folder}}")
-                module = import_module("inferlab")
-                break
-    if module is not None:
-        if (Path(module.__file__).resolve().parent.parent / "data").is_dir():
-            return module
-        message = ("inferlab is installed without the book's data/ folder next to it "
-                   "(install it editable, from a clone).\\n" + get)
-        print(message)
-        raise ModuleNotFoundError(message)
-    message = (
-        "This notebook needs the book's helper package `inferlab` and its data, and "
-        "neither is installed nor found in this folder or a folder above it.\\n" + get
-    )
-    print(message)
-    raise ModuleNotFoundError(message)
-
-
-inferlab = find_inferlab()
-'''
+if importlib.util.find_spec("inferlab") is None:
+    %pip install --quiet "{requirement}"
+    importlib.invalidate_caches()
+import inferlab
+"""
 
 
 def setup_cells(repository: str = REPOSITORY) -> list:
     """The markdown note and the code cell that open every exported notebook."""
-    folder = repository.rstrip("/").rsplit("/", 1)[-1]
+    requirement = REQUIREMENT.format(repository=repository)
     return [
-        nbformat.v4.new_markdown_cell(SETUP_MARKDOWN.format(repository=repository,
-                                                            folder=folder),
+        nbformat.v4.new_markdown_cell(SETUP_MARKDOWN.format(requirement=requirement),
                                       metadata={"tags": ["setup"]}),
-        nbformat.v4.new_code_cell(SETUP_CODE.format(repository=repository),
+        nbformat.v4.new_code_cell(SETUP_CODE.format(requirement=requirement),
                                   metadata={"tags": ["setup"]}),
     ]
 
@@ -173,7 +127,7 @@ def _link(app, pagename, templatename, context, doctree) -> None:
                 "label": "download-notebook-button"})
     note = (f'<p class="inferlab-notebook"><a class="reference download" href="{url}" '
             f'download>Download this chapter as a notebook (.ipynb)</a>: it runs on its own '
-            f"once the book's package is installed, and its first cell says how.</p>")
+            f"once its first cell has installed the book's package.</p>")
     context["body"] = re.sub(r"(</h1>)", lambda m: m.group(1) + "\n" + note,
                              context["body"], count=1)
 
