@@ -1,28 +1,31 @@
 """Does ``inferlab.tokenizers`` cost anything over calling the tokenizer directly?
 
-Counts the tokens of a ~1 MB text with ``get_tokenizer(name).count(text)`` and
-with the library the interface wraps, called directly, takes the median wall
-time of 5 runs each (interleaved, after one warm-up), and prints one line per
-tokenizer::
+Counts tokens with ``get_tokenizer(name).count(text)`` and with the library the
+interface wraps, called directly, and prints one line per tokenizer and text::
 
-    tokenizer=NAME interface_over_direct=RATIO direct_mb_per_s=SPEED
+    text=KIND tokenizer=NAME interface_over_direct=RATIO direct_mb_per_s=SPEED runs=N
 
 RATIO is median(interface) / median(direct); the target is at most 1.2. SPEED
-is the direct call's throughput in MB (10^6 bytes of UTF-8) per second.
+is the direct call's median throughput in MB (10^6 bytes of UTF-8) per second.
 
-"Directly" means: tiktoken's ``Encoding.encode_ordinary(text)`` for OpenAI's
-four encodings and for ``llama3`` (a tiktoken ``Encoding`` built from the
-bundled files); for ``llama2``, the pure-Python encoder's own
-``SentencePieceBPE.encode(text, add_bos=False)``. The Llama 2 encoder caches
-the ids of each piece of text (a word and the spaces before it); its cache is
-emptied before every timed run of either kind, so both pay for encoding every
-distinct word once, as a fresh process would.
+Every timed call sees text it has not seen before. Repeating a text to make it
+long would not do: the Llama 2 encoder caches the ids of each piece (a word and
+the spaces before it), so every copy after the first is a run of cache hits, and
+the figure would be a cache's speed, not an encoder's. Two texts are timed:
 
-The text is ``data/texts/*.txt`` (prose in eight languages, code, JSON,
-numbers) repeated to at least 1 MB, or, if that folder is empty, synthetic
-English-like prose and Python-like code built with a fixed seed. A last line
-gives the Llama 2 encoder's speed on one copy of the texts with an empty cache,
-where every word is new to it: its worst case for ordinary text.
+- ``corpus``: ``data/texts/*.txt`` (prose in eight languages, code, JSON,
+  numbers; about 36 kB, no part repeated), once per run with the Llama 2 cache
+  emptied before every call, as a fresh process would see it.
+- ``unique``: about 1 MB of seeded text per run (a new seed for every run, so no
+  run repeats another's text): English-like prose of pseudo-words built from
+  random syllables, numbers and Python-like code with random identifiers. Few
+  words repeat, so it is close to the Llama 2 encoder's worst case; tiktoken's
+  encoders have no such cache and are timed the same way.
+
+Within a run, the interface and the direct call time the same text, each after
+the cache is emptied; the order alternates between runs. Medians over the runs
+(``--repeats``; 15 for the corpus, 5 for the 1 MB text by default), after one
+untimed warm-up.
 
 Run from the repository root: ``python benchmarks/tokenizers.py``.
 """
@@ -32,6 +35,7 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import string
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -44,48 +48,48 @@ from inferlab import sentencepiece_bpe
 from inferlab.tokenizers import available_tokenizers, get_tokenizer, llama3_encoding
 
 TEXTS_DIR = Path(__file__).resolve().parent.parent / "data" / "texts"
-TARGET_BYTES = 1_000_000
-REPEATS = 5
+UNIQUE_BYTES = 1_000_000
+CORPUS_REPEATS = 15
+UNIQUE_REPEATS = 5
 
-PROSE = (
-    "the model reads each token once per step and the cache grows with the context "
-    "while bandwidth limits decoding and compute limits prefill so batching helps "
-    "throughput but latency suffers when requests wait for a slot on the accelerator"
-)
-WORDS = PROSE.split()
-CODE_LINES = (
-    "def step(cache, token_id, position):",
-    "    logits = model.forward(token_id, cache=cache, position=position)",
-    "    return int(logits.argmax(axis=-1))",
-    "for i, request in enumerate(batch):",
-    '        print(f"{i:>4} {request.id} tokens={len(request.ids)}")',
-    "    if seconds_per_token > 0.05:  # 20 tokens/s",
-    "        raise ValueError('too slow: ' + str(seconds_per_token))",
-)
+CONSONANTS = "bcdfghjklmnprstvwz"
+VOWELS = "aeiou"
 
 
-def synthetic_text(target_bytes: int = TARGET_BYTES, seed: int = 0) -> str:
-    """About ``target_bytes`` of alternating prose paragraphs and code blocks."""
+def _word(rng: random.Random) -> str:
+    """A pseudo-word of one to four consonant-vowel syllables (about 10^8 possible)."""
+    return "".join(rng.choice(CONSONANTS) + rng.choice(VOWELS)
+                   for _ in range(rng.randint(1, 4)))
+
+
+def _identifier(rng: random.Random) -> str:
+    return "_".join(_word(rng) for _ in range(rng.randint(1, 3)))
+
+
+def unique_text(target_bytes: int = UNIQUE_BYTES, seed: int = 0) -> str:
+    """About ``target_bytes`` of seeded prose, numbers and code in which few words repeat."""
     rng = random.Random(seed)
     parts: list[str] = []
     size = 0
     while size < target_bytes:
-        words = rng.choices(WORDS, k=rng.randint(40, 120))
-        prose = " ".join(words).capitalize() + f". It took {rng.uniform(1, 99):.2f} ms.\n\n"
-        code = "\n".join(rng.choices(CODE_LINES, k=rng.randint(4, 12))) + "\n\n"
+        words = [_word(rng) for _ in range(rng.randint(40, 120))]
+        prose = (" ".join(words).capitalize()
+                 + f". It took {rng.uniform(1, 999):.{rng.randint(1, 4)}f} ms"
+                 + f" on {rng.randint(1, 10**6):,} tokens.\n\n")
+        code = "\n".join(
+            f"{' ' * 4 * rng.randint(0, 2)}{_identifier(rng)} = "
+            f"{_identifier(rng)}({_identifier(rng)}, {rng.randint(0, 10**5)})"
+            f"  # {rng.choice(string.ascii_uppercase)}{_word(rng)}"
+            for _ in range(rng.randint(4, 12))) + "\n\n"
         parts += [prose, code]
-        size += len(prose) + len(code)
+        size += len(prose.encode("utf-8")) + len(code.encode("utf-8"))
     return "".join(parts)
 
 
-def benchmark_text(target_bytes: int = TARGET_BYTES) -> tuple[str, str]:
-    """(text, description): ``data/texts/*.txt`` repeated to ``target_bytes``, else synthetic."""
+def corpus_text() -> str:
+    """The shipped sample texts, each once, or '' if the folder is empty."""
     files = sorted(TEXTS_DIR.glob("*.txt")) if TEXTS_DIR.is_dir() else []
-    if files:
-        text = "".join(path.read_text(encoding="utf-8") for path in files)
-        copies = -(-target_bytes // len(text.encode("utf-8")))
-        return text * copies, f"{len(files)} files in {TEXTS_DIR}, {copies} copies"
-    return synthetic_text(target_bytes), "synthetic prose and code, seed 0"
+    return "".join(path.read_text(encoding="utf-8") for path in files)
 
 
 def seconds(function: Callable[[str], object], text: str) -> float:
@@ -95,7 +99,7 @@ def seconds(function: Callable[[str], object], text: str) -> float:
 
 
 def direct_counter(name: str) -> tuple[Callable[[str], int], Callable[[], None]]:
-    """(count function calling the library directly, reset before each timed run)."""
+    """(count function calling the library directly, reset before each timed call)."""
     if name == "llama2":
         model = sentencepiece_bpe.load()
 
@@ -111,41 +115,64 @@ def direct_counter(name: str) -> tuple[Callable[[str], int], Callable[[], None]]
     return count, lambda: None
 
 
-def ratio(name: str, text: str, repeats: int = REPEATS) -> tuple[float, float]:
-    """(median(interface count) / median(direct call), direct MB/s) over ``repeats`` runs."""
+def ratio(name: str, texts: Callable[[int], str], repeats: int) -> tuple[float, float]:
+    """(median(interface) / median(direct), direct MB/s): run ``i`` times ``texts(i)``."""
     interface = get_tokenizer(name).count
     direct, reset = direct_counter(name)
-    assert interface(text) == direct(text)  # also the warm-up
-    interface_s, direct_s = [], []
-    for _ in range(repeats):
-        reset()
-        interface_s.append(seconds(interface, text))
-        reset()
-        direct_s.append(seconds(direct, text))
-    megabytes = len(text.encode("utf-8")) / 1e6
-    return statistics.median(interface_s) / statistics.median(direct_s), megabytes / (
-        statistics.median(direct_s))
+    warm = texts(-1)
+    reset()
+    assert interface(warm) == direct(warm)  # also the warm-up
+    interface_s, direct_s, megabytes = [], [], []
+    for run in range(repeats):
+        text = texts(run)
+        megabytes.append(len(text.encode("utf-8")) / 1e6)
+        pair = [(interface, interface_s), (direct, direct_s)]
+        for function, times in pair if run % 2 == 0 else pair[::-1]:
+            reset()
+            times.append(seconds(function, text))
+    speeds = [mb / s for mb, s in zip(megabytes, direct_s, strict=True)]
+    return statistics.median(interface_s) / statistics.median(direct_s), statistics.median(speeds)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeats", type=int, default=REPEATS)
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="runs per text (default: 15 for the corpus, 5 for the 1 MB text)")
+    parser.add_argument("--unique-bytes", type=int, default=UNIQUE_BYTES)
     args = parser.parse_args()
-    text, description = benchmark_text()
-    print(f"# {len(text.encode('utf-8')) / 1e6:.2f} MB: {description}")
-    for name in available_tokenizers():
-        over, speed = ratio(name, text, args.repeats)
-        print(f"tokenizer={name} interface_over_direct={over:.3f} direct_mb_per_s={speed:.1f}")
-    # The Llama 2 encoder's speed on text whose every word is new to it.
-    once, _ = benchmark_text(target_bytes=1)
+    corpus = corpus_text()
+    unique_cache: dict[int, str] = {}
+
+    def unique(run: int) -> str:
+        if run not in unique_cache:
+            unique_cache.clear()  # one text in memory at a time
+            unique_cache[run] = unique_text(args.unique_bytes, seed=run + 1)
+        return unique_cache[run]
+
+    texts: list[tuple[str, Callable[[int], str], int]] = []
+    if corpus:
+        texts.append(("corpus", lambda run: corpus, args.repeats or CORPUS_REPEATS))
+        print(f"# corpus: {len(corpus.encode('utf-8')):,} bytes of {TEXTS_DIR}/*.txt, "
+              "each run the whole corpus once, cache emptied before every call")
+    texts.append(("unique", unique, args.repeats or UNIQUE_REPEATS))
+    print(f"# unique: about {args.unique_bytes / 1e6:.2f} MB of seeded text per run, "
+          "a new seed every run")
+    for kind, make, repeats in texts:
+        for name in available_tokenizers():
+            over, speed = ratio(name, make, repeats)
+            print(f"text={kind} tokenizer={name} interface_over_direct={over:.3f} "
+                  f"direct_mb_per_s={speed:.2f} runs={repeats}")
+    # What repeating the corpus would have reported for the Llama 2 encoder.
     model = sentencepiece_bpe.load()
-    times = []
-    for _ in range(args.repeats):
-        model.clear_cache()
-        times.append(seconds(lambda t: model.encode(t, add_bos=False), once))
-    speed = len(once.encode("utf-8")) / 1e6 / statistics.median(times)
-    print(f"tokenizer=llama2 first_pass_mb_per_s={speed:.1f} "
-          f"(one copy, {len(once.encode('utf-8')):,} bytes, empty cache)")
+    copies = 10
+    model.clear_cache()
+    repeated = seconds(lambda t: model.encode(t, add_bos=False), corpus * copies)
+    model.clear_cache()
+    once = seconds(lambda t: model.encode(t, add_bos=False), corpus)
+    print(f"# llama2 on {copies} copies of the corpus in one call: "
+          f"{copies * len(corpus.encode('utf-8')) / 1e6 / repeated:.2f} MB/s, against "
+          f"{len(corpus.encode('utf-8')) / 1e6 / once:.2f} MB/s on one copy "
+          "(copies 2 onwards hit the piece cache)")
 
 
 if __name__ == "__main__":
