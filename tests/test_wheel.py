@@ -15,6 +15,9 @@
   reaches the loader at once, with no reinstall.
 - Sources put on ``sys.path`` with no install at all still find ``data/`` next to
   ``inferlab/``.
+- Every third-party module that an ``inferlab`` module imports (or the inferlab modules
+  it imports do) is declared: by the core dependencies, or for the endpoint lab and
+  LoadGen modules by their extra.
 - The requirement an exported notebook's first cell installs
   (``inferlab[notebooks] @ git+<repository>``) builds from a git repository, with the
   tables inside and the extra's requirements declared.
@@ -23,6 +26,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
 import os
 import shutil
@@ -37,6 +41,7 @@ import jupytext
 import pytest
 from conftest import ROOT
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from inferlab import data
 
@@ -266,10 +271,7 @@ def test_the_notebooks_requirement_builds_from_a_git_url(tmp_path):
     (built,) = (tmp_path / "dist").glob("inferlab-*.whl")
     with zipfile.ZipFile(built) as archive:
         names = set(archive.namelist())
-        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
-        requires = [line.split(":", 1)[1].strip()
-                    for line in archive.read(metadata).decode().splitlines()
-                    if line.startswith("Requires-Dist:")]
+    requires = _requires(built)
     assert {f"inferlab/tables/{name}.csv" for name in data.SCHEMAS} <= names
     assert "inferlab/tables/texts/manifest.csv" in names
     assert _extra_closure(requires, "notebooks") >= {"myst-nb", "starlette", "uvicorn", "httpx",
@@ -292,5 +294,61 @@ def _extra_closure(requires: list[str], extra: str | None) -> set[str]:
             if requirement.name == "inferlab":
                 pending.extend(e for e in requirement.extras if e not in seen)
             else:
-                names.add(requirement.name)
+                names.add(canonicalize_name(requirement.name))
     return names
+
+
+def _requires(wheel: Path) -> list[str]:
+    """The wheel's Requires-Dist lines: its dependencies, with their extras' markers."""
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        lines = archive.read(metadata).decode().splitlines()
+    return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
+
+
+#: The extra a module needs beyond the core dependencies; every other module needs only
+#: the core.
+EXTRA_OF_MODULE = {"server": "lab", "loadclient": "lab", "endpoint_metrics": "lab",
+                   "real_loadgen": "loadgen"}
+
+
+def _imported(path: Path) -> set[str]:
+    """Every module ``path`` imports, at the top or inside functions."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            if node.module == "inferlab":  # from inferlab import specs
+                names.update(f"inferlab.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_every_third_party_import_is_declared(build):
+    wheel, sources = build
+    package = sources / "inferlab"
+    modules = {p.relative_to(sources).with_suffix("").as_posix().replace("/", "."): p
+               for p in package.rglob("*.py")}
+    providers = importlib.metadata.packages_distributions()
+    requires = _requires(wheel)
+    core = _extra_closure(requires, None)
+    undeclared = {}
+    for name in modules:
+        seen, pending, needed = set(), [name], set()
+        while pending:  # the module and the inferlab modules it imports, transitively
+            current = pending.pop()
+            seen.add(current)
+            for imported in _imported(modules[current]):
+                top = imported.split(".")[0]
+                if imported in modules:
+                    pending.extend([imported] if imported not in seen else [])
+                elif top not in sys.stdlib_module_names and top not in ("inferlab", "__future__"):
+                    assert top in providers, f"{current} imports {top}, which nothing provides"
+                    needed.update(canonicalize_name(d) for d in providers[top])
+        extra = EXTRA_OF_MODULE.get(name.removeprefix("inferlab."))
+        allowed = core | (_extra_closure(requires, extra) if extra else set())
+        if needed - allowed:
+            undeclared[name] = sorted(needed - allowed)
+    assert undeclared == {}
+    assert {"numpy", "pandas", "matplotlib", "ipywidgets", "tiktoken"} <= core
