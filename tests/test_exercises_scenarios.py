@@ -7,7 +7,7 @@ import pytest
 
 from inferlab.calibration import ASSUMED
 from inferlab.claims import card, claim_from_result
-from inferlab.data import result
+from inferlab.data import load_table, result
 from inferlab.loadgen import (
     BOUNDS,
     QueryLog,
@@ -92,11 +92,24 @@ def test_ex_scen_405b():
 
 
 def test_ex_scen_fourx():
-    b = claim_from_result("mlperf-v4.1-nvidia-1xb200-server")
-    h = claim_from_result("mlperf-v4.1-nvidia-h100-per-gpu-offline")
-    assert b.value / h.value == pytest.approx(3.508, abs=1e-3)
-    differ = [f for f in ("concurrency", "chip_count", "audited") if getattr(b, f) != getattr(h, f)]
-    assert differ == ["concurrency"]
+    table = load_table("mlperf_llama2_70b").set_index("id")
+    table["per_gpu"] = table["tokens_per_s"] / table["accelerators"]
+    rows = {kind: (table.loc[f"v4.1-nvidia-1xb200-{kind}"],
+                   table.loc[f"v4.1-nvidia-8xh100sxm-{kind}"]) for kind in ("server", "offline")}
+    ratio = {kind: b.per_gpu / h.per_gpu for kind, (b, h) in rows.items()}
+    assert ratio["server"] == pytest.approx(10_755.59 / (21_605.79 / 8))
+    assert ratio["server"] == pytest.approx(3.98, abs=0.005)  # the claim's "up to 4x"
+    assert ratio["offline"] == pytest.approx(11_264.4 / (24_524.9 / 8))
+    mixed = rows["server"][0].per_gpu / rows["offline"][1].per_gpu
+    assert mixed == pytest.approx(3.508, abs=1e-3)
+    assert mixed == pytest.approx(result("mlperf-v4.1-nvidia-1xb200-server")["value"]
+                                  / result("mlperf-v4.1-nvidia-h100-per-gpu-offline")["value"])
+    b200, h100 = rows["server"]
+    differ = [c for c in ("accelerator", "accelerators", "software", "precision", "division",
+                          "category") if b200[c] != h100[c]]
+    assert differ == ["accelerator", "accelerators", "precision", "category"]
+    assert (b200.precision, b200.category, h100.precision, h100.category) == (
+        "fp4", "preview", "fp8", "available")
 
 
 def test_ex_scen_card():
