@@ -201,6 +201,10 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "scaleout_gb_per_s_per_direction": _number(_Range(
             1, 1_000, "GB/s", "network per chip and direction: 25-50 GB/s for 200-400 "
             "Gb/s NICs"), required=False),
+        "board_power_w": _number(_Range(
+            1, 5_000, "W", "one chip's power limit: 350 W (H100 PCIe) to 1,200 W (GB200)",
+            per="chips"), required=False),
+        "full_power_part": _text(required=False),
         "source": _text(),
         "note": _text(required=False),
     },

@@ -378,6 +378,36 @@ def peak_flop_per_s(chip: specs.Chip, precision: str) -> float:
     return peak
 
 
+def sustained_flop_per_s(chip: specs.Chip, precision: str) -> float:
+    """The dense rate ``chip`` can hold at ``precision`` within its power limit.
+
+    A card that runs a full-power part's silicon at fewer watts (``full_power_part``
+    in ``data/hardware.csv``: the H100 NVL at 400 W and the H100 PCIe at 350 W are
+    the H100 SXM's die, rated at 700 W) cannot draw the power its datasheet peak
+    needs for long. Dense matrix multiplies are where a GPU meets its power limit,
+    so the rate it holds is taken as at most its watts times the FLOP per joule
+    of the full-power part at that part's peak::
+
+        sustained = min(peak, board_power_w * full_peak / full_power_w)
+
+    An assumption, not a fit: the energy of one FLOP is taken as the full-power
+    part's at its peak clock, while a capped card also lowers its voltage and so
+    spends a little less, which makes this a pessimistic bound. It leaves every
+    chip without a ``full_power_part`` at its peak.
+
+    Used in chapter 'Batching' (the serving model's compute rate).
+    """
+    peak = peak_flop_per_s(chip, precision)
+    if not chip.full_power_part:
+        return peak
+    full = specs.chip(chip.full_power_part)
+    if not (math.isfinite(chip.board_power_w) and math.isfinite(full.board_power_w)):
+        raise ValueError(f"chip: {chip.name!r} names full_power_part {full.name!r}, but "
+                         "data/hardware.csv gives no board_power_w for both")
+    return min(peak, chip.board_power_w * peak_flop_per_s(full, precision)
+               / full.board_power_w)
+
+
 # --------------------------------------------------------------------------------------
 # Capacity meets bandwidth: the best aggregate rate a group of chips allows
 # --------------------------------------------------------------------------------------

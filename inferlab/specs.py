@@ -32,7 +32,10 @@ class Chip:
     usually quote the two-way sum, twice as much. ``domain_chips`` is how many chips
     share that fabric (8 on an HGX board, 72 in a GB200 NVL72 rack; 0 where no
     source gives one). ``scaleout_bytes_per_s`` is one chip's share of the network
-    between domains, per direction (``nan`` where unknown).
+    between domains, per direction (``nan`` where unknown). ``board_power_w`` is the
+    chip's power limit (``nan`` where the table gives none); ``full_power_part`` names
+    the row of the same silicon run at full power, for a card held to fewer watts (the
+    H100 NVL and PCIe cards are the H100 SXM's die at 400 and 350 W), else ``""``.
     """
 
     name: str
@@ -47,6 +50,8 @@ class Chip:
     link_bytes_per_s: float
     domain_chips: int
     scaleout_bytes_per_s: float
+    board_power_w: float
+    full_power_part: str
     source: str
 
 
@@ -114,6 +119,9 @@ def chip(name: str) -> Chip:
         domain_chips=(0 if math.isnan(row["scaleup_domain_chips"])
                       else int(row["scaleup_domain_chips"])),
         scaleout_bytes_per_s=scaled("scaleout_gb_per_s_per_direction", GB),
+        board_power_w=scaled("board_power_w", 1.0),
+        full_power_part=(row["full_power_part"] if isinstance(row["full_power_part"], str)
+                         else ""),
         source=row["source"],
     )
 

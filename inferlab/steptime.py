@@ -62,7 +62,7 @@ from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
 from inferlab.feasibility import Infeasible, Layout, layout
 from inferlab.parallel import allreduce_s
 from inferlab.plotting import PALETTE, figure, label_kind
-from inferlab.roofline import _freeze_layout, params_read, peak_flop_per_s
+from inferlab.roofline import _freeze_layout, params_read, sustained_flop_per_s
 from inferlab.widgets import Explorer, register
 
 #: All-reduces per layer in a tensor-parallel transformer — after attention and after the MLP
@@ -339,9 +339,9 @@ def replica(
     ``tp`` beyond the chip's scale-up domain. Weights are all ``params_total`` at
     ``precision``; FLOPs follow ``params_active``. The cache is stored at
     ``kv_precision`` (default: the weights' format, but 8 bits for 4-bit weights).
-    The peak rate is the chip's dense rate for ``precision``
-    (:func:`inferlab.roofline.peak_flop_per_s`) unless ``peak_flop_per_s_per_chip``
-    overrides it.
+    The peak rate is the dense rate for ``precision`` the chip holds within its power
+    limit (:func:`inferlab.roofline.sustained_flop_per_s`; the datasheet peak for every
+    chip run at full power) unless ``peak_flop_per_s_per_chip`` overrides it.
 
     The defaults (efficiencies 1, overlap 1, no overhead, no latency) are the ideal
     machine; :mod:`inferlab.calibration` holds fitted stacks.
@@ -357,7 +357,7 @@ def replica(
     step_overhead_s = _non_negative("step_overhead_s", step_overhead_s)
     allreduce_latency_s = _non_negative("allreduce_latency_s", allreduce_latency_s)
     if peak_flop_per_s_per_chip is None:
-        peak = peak_flop_per_s(hw, precision)
+        peak = sustained_flop_per_s(hw, precision)
     else:
         if (not isinstance(peak_flop_per_s_per_chip, numbers.Real)
                 or isinstance(peak_flop_per_s_per_chip, bool)

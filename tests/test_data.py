@@ -127,7 +127,7 @@ def test_a_huge_cell_is_named_with_the_limit_not_a_bare_csv_error(tmp_path):
     # The csv module would raise "_csv.Error: field larger than field limit".
     _corrupt(tmp_path, "hardware", 5, "note", "x" * 200_000)
     text = _error(tmp_path, "hardware")
-    assert _at("hardware", 7, 15, "note") in text
+    assert _at("hardware", 7, _table("hardware")[0].index("note") + 1, "note") in text
     assert "200,000 characters" in text
     assert f"at most {MAX_CELL_CHARS:,}" in text
 
@@ -164,8 +164,8 @@ def test_a_duplicate_header_column_is_named_not_silently_overwritten(tmp_path):
     header, rows = _table("hardware")
     _write(tmp_path, "hardware", [*header, "memory_bandwidth_gb_per_s"],
            [[*row, "1"] for row in rows])
-    assert ("hardware.csv, line 1, column 16: 'memory_bandwidth_gb_per_s' appears twice "
-            "(also column 5)") in _error(tmp_path, "hardware")
+    assert (f"hardware.csv, line 1, column {len(header) + 1}: 'memory_bandwidth_gb_per_s' "
+            "appears twice (also column 5)") in _error(tmp_path, "hardware")
 
 
 def test_a_header_only_table_is_an_error(tmp_path):
@@ -186,14 +186,16 @@ def test_missing_and_unexpected_columns_are_named(tmp_path):
     assert "unexpected column(s) 'colour' (column 17)" in _error(tmp_path, "models")
 
 
-@pytest.mark.parametrize(("cells", "index"), [(14, 14), (16, 16)])
-def test_a_row_with_too_few_or_too_many_cells_is_an_error(tmp_path, cells, index):
+@pytest.mark.parametrize("change", [-1, 1])
+def test_a_row_with_too_few_or_too_many_cells_is_an_error(tmp_path, change):
     header, rows = _table("hardware")
+    cells = len(header) + change
     rows[2] = (rows[2] + ["extra"])[:cells]
     _write(tmp_path, "hardware", header, rows)
     text = _error(tmp_path, "hardware")
-    assert f"hardware.csv, line 4, column {index} " in text
-    assert f"the row has {cells} cells but the header has 15 columns" in text
+    # Named at the first missing cell, or at the first cell too many.
+    assert f"hardware.csv, line 4, column {cells} " in text
+    assert f"the row has {cells} cells but the header has {len(header)} columns" in text
 
 
 def test_a_quote_that_never_closes_is_named_where_it_opens(tmp_path):

@@ -117,6 +117,26 @@ def test_peak_for_precision():
         rl.peak_flop_per_s(chip("NVIDIA H100 SXM"), "fp32")
 
 
+def test_a_card_held_to_fewer_watts_sustains_its_watts_times_the_full_parts_flop_per_joule():
+    sxm = chip("NVIDIA H100 SXM")
+    for name, watts in (("NVIDIA H100 NVL", 400), ("NVIDIA H100 PCIe", 350)):
+        card = chip(name)
+        assert card.full_power_part == sxm.name and card.board_power_w == watts
+        held = rl.sustained_flop_per_s(card, "fp8")
+        assert held == pytest.approx(watts * 1978.9e12 / 700)
+        assert held < rl.peak_flop_per_s(card, "fp8")
+    # Full-power parts, and a card whose watts cover its datasheet peak, keep the peak.
+    for name in ("NVIDIA H100 SXM", "NVIDIA H200 NVL", "NVIDIA B200", "AMD MI325X"):
+        assert rl.sustained_flop_per_s(chip(name), "fp8") == rl.peak_flop_per_s(chip(name), "fp8")
+
+
+def test_a_card_with_a_full_power_part_but_no_watts_is_refused():
+    import dataclasses
+    card = dataclasses.replace(chip("NVIDIA H100 NVL"), board_power_w=float("nan"))
+    with pytest.raises(ValueError, match="board_power_w"):
+        rl.sustained_flop_per_s(card, "fp8")
+
+
 @pytest.mark.parametrize(
     ("call", "argument"),
     [
