@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -233,16 +232,15 @@ def test_row_above_ceiling_with_weights_in_hbm_means_speculation():
         check_row("Llama 3.3 70B", "quantum", 10)
 
 
-def test_explorer_registered_and_fast():
+def test_explorer_registered_and_redraws():
+    # Its speed is measured by benchmarks/widgets.py, not asserted here.
     entry = REGISTRY["hw_decide"]
     assert entry.chapter == "07_choosing_hardware" and entry.kind == "analytic"
     explorer = entry.factory()
     explorer.update(**explorer.values())
-    start = time.perf_counter()
     text = explorer.update(model="Llama 3.1 8B", precision="fp16", per_user_tok_s=100.0,
                            tail_ratio_max=1.5, changes_per_month=4.0,
                            log10_tokens_per_day=9.0)
-    assert time.perf_counter() - start < 1.0  # the benchmark holds it to 100 ms
     assert "GPU" in text
     with pytest.raises(ValueError, match="per_user_tok_s"):
         explorer.update(**{**explorer.values(), "per_user_tok_s": -1.0})
