@@ -173,7 +173,7 @@ class RequestTrace:
 
     @property
     def text(self) -> str:
-        """The whole generated text: ``output_text`` if set, else the chunks joined."""
+        """The whole generated text, which is ``output_text`` if set, else the chunks joined."""
         if self.output_text is not None:
             return self.output_text
         return "".join(t for t in self.chunk_text if t)

@@ -68,12 +68,12 @@ from types import MappingProxyType
 import matplotlib.pyplot as plt
 import numpy as np
 
+from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
 from inferlab.roofline import _freeze_layout
 from inferlab.simulator import (
     EXPLORER_EFFICIENCY,
     EXPLORER_OVERHEAD_S,
-    MLPERF_LLAMA2_70B_BOUNDS,
     Scheduler,
     SimResult,
     simulate,
@@ -112,7 +112,7 @@ def _bounds(pairs: dict[str, tuple[float, float]]) -> MappingProxyType:
 #: MLPerf Inference's p99 bounds per model and scenario, (TTFT, TPOT), from
 #: ``loadgen/mlperf.conf``: llama2-70b 2,000 / 200 ms and 450 / 40 ms; llama3.1-8b
 #: 2,000 / 100 and 500 / 30; llama3.1-405b 6,000 / 175 and 4,500 / 80. The
-#: llama2-70b pair is the one :data:`inferlab.simulator.MLPERF_LLAMA2_70B_BOUNDS`
+#: llama2-70b pair is the one :data:`inferlab.mlperf.MLPERF_LLAMA2_70B_BOUNDS`
 #: defines for the batching chapter, so there is one definition of it.
 BOUNDS = MappingProxyType({
     "llama2-70b": _bounds(MLPERF_LLAMA2_70B_BOUNDS),

@@ -68,6 +68,7 @@ from functools import cache, cached_property
 import matplotlib.pyplot as plt
 import numpy as np
 
+from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.roofline import _freeze_layout
 from inferlab.scheduler import (
@@ -371,14 +372,6 @@ def _result(rep: Replica, requests: Requests, sch: Scheduler, record: Record) ->
 # --------------------------------------------------------------------------------------
 # Throughput under a latency bound (MLPerf's Offline and Server scenarios, simplified)
 # --------------------------------------------------------------------------------------
-
-#: MLPerf Inference's 99th-percentile bounds for Llama 2 70B, (TTFT s, TPOT s), by scenario:
-#: Server 2,000 ms and 200 ms; Interactive 450 ms and 40 ms (MLCommons, loadgen/mlperf.conf).
-MLPERF_LLAMA2_70B_BOUNDS: dict[str, tuple[float, float]] = {
-    "Server": (2.0, 0.200),
-    "Interactive": (0.450, 0.040),
-}
-
 
 def offline_throughput(rep: Replica, requests: Requests, scheduler: Scheduler | None = None
                        ) -> SimResult:

@@ -60,6 +60,7 @@ import numpy as np
 from inferlab import specs
 from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
 from inferlab.feasibility import Infeasible, Layout, layout
+from inferlab.mlperf import MLPERF_PER_USER_TOK_S as MLPERF_PER_USER_TOK_S
 from inferlab.parallel import allreduce_s
 from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.roofline import _freeze_layout, params_read, sustained_flop_per_s
@@ -574,8 +575,6 @@ def interactivity_front(
 
 CURVE_CHIPS = ("NVIDIA H100 SXM", "NVIDIA H200 SXM", "NVIDIA B200")
 
-#: MLPerf's per-user bounds for Llama 2 70B in tokens per second — 1 / 200 ms and 1 / 40 ms.
-MLPERF_PER_USER_TOK_S = {"Server": 5.0, "Interactive": 25.0}
 
 
 @dataclass(frozen=True)

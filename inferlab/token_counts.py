@@ -33,6 +33,7 @@ from pathlib import Path
 import pandas as pd
 
 from inferlab.data import DATA_DIR
+from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.tokenizers import available_tokenizers, get_tokenizer
 from inferlab.widgets import Explorer, register
 
@@ -48,8 +49,8 @@ TEXT_KINDS = ("prose", "code", "json", "numbers")
 #: Reading speed the MLPerf Inference latency bound was anchored to (words per minute).
 READING_WPM = 240.0
 #: MLPerf Inference's Server bound on time per output token for Llama 2 70B, in
-#: seconds, from the MLCommons blog post introducing the benchmark (2024).
-MLPERF_SERVER_TPOT_S = 0.200
+#: seconds (:mod:`inferlab.mlperf`).
+MLPERF_SERVER_TPOT_S = MLPERF_LLAMA2_70B_BOUNDS["Server"][1]
 
 
 # --------------------------------------------------------------------------- checks
