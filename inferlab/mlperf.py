@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-#: (TTFT s, TPOT s) at the 99th percentile, by scenario.
+#: The bounds (TTFT in s, TPOT in s) at the 99th percentile, by scenario.
 MLPERF_LLAMA2_70B_BOUNDS = MappingProxyType({
     "Server": (2.0, 0.200),
     "Interactive": (0.450, 0.040),
 })
 
-#: The per-user rate each bound guarantees to 99 % of requests: 1 / TPOT bound.
+#: The per-user rate each bound guarantees to 99 % of requests, one over its TPOT bound.
 MLPERF_PER_USER_TOK_S = MappingProxyType({
     name: 1.0 / tpot_s for name, (_, tpot_s) in MLPERF_LLAMA2_70B_BOUNDS.items()})
