@@ -309,7 +309,7 @@ def _requires(wheel: Path) -> list[str]:
 #: The extra a module needs beyond the core dependencies; every other module needs only
 #: the core.
 EXTRA_OF_MODULE = {"server": "lab", "loadclient": "lab", "endpoint_metrics": "lab",
-                   "real_loadgen": "loadgen"}
+                   "real_loadgen": "loadgen", "glue": "notebooks"}
 
 
 def _imported(path: Path) -> set[str]:
