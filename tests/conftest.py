@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,9 +72,51 @@ def write_one_page_book(source: Path, page_text: str, *, page: str = "page",
     return source
 
 
+def start_book_build(source: Path, output: Path) -> subprocess.Popen:
+    """Start :func:`build_book`'s command in the background, its output going to
+    ``output/build.log`` (a file, so that a long log cannot fill a pipe and stall it)."""
+    output.mkdir(parents=True, exist_ok=True)
+    log = (output / "build.log").open("w", encoding="utf-8")
+    command = [*JUPYTER_BOOK, "build", str(source),
+               "--path-output", str(output), *STRICT_FLAGS]
+    # A session of its own, so that stopping it stops the notebook kernels it started.
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
+                            cwd=source, start_new_session=True)
+
+
+# The whole book takes minutes to build, one notebook at a time on one core. When the
+# session holds tests that need it, the build starts as soon as the tests are collected
+# and those tests run last, so the other tests use the second core meanwhile.
+_BACKGROUND: dict[str, object] = {}
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have deselected what will not run
+def pytest_collection_modifyitems(session, config, items):
+    needs = [item for item in items if "built_book" in getattr(item, "fixturenames", ())]
+    if not needs:
+        return
+    items[:] = [item for item in items if item not in needs] + needs
+    output = Path(tempfile.mkdtemp(prefix="inferlab-book-"))
+    _BACKGROUND.update(output=output, process=start_book_build(ROOT, output))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    process = _BACKGROUND.get("process")
+    if process is not None and process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)  # an interrupted session leaves nothing running
+        process.wait()
+    if "output" in _BACKGROUND:
+        shutil.rmtree(_BACKGROUND["output"], ignore_errors=True)
+
+
 @pytest.fixture(scope="session")
 def built_book(tmp_path_factory) -> Build:
-    return build_book(ROOT, tmp_path_factory.mktemp("book"))
+    if "process" not in _BACKGROUND:  # collected some other way: build here and now
+        return build_book(ROOT, tmp_path_factory.mktemp("book"))
+    output, process = _BACKGROUND["output"], _BACKGROUND["process"]
+    returncode = process.wait()
+    log = (output / "build.log").read_text(encoding="utf-8")
+    return Build(returncode, log, output / "_build" / "html")
 
 
 # The browser: one Playwright-driven system Chromium for the whole session. Playwright's
