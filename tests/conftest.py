@@ -45,12 +45,15 @@ class Build:
     html: Path
 
 
+def _build_command(source: Path, output: Path) -> list[str]:
+    return [*JUPYTER_BOOK, "build", str(source), "--path-output", str(output), *STRICT_FLAGS]
+
+
 def build_book(source: Path, output: Path) -> Build:
     """Run ``jupyter-book build`` strictly on ``source`` into ``output`` (a fresh folder,
     so every notebook executes: nothing can come from a stale cache)."""
-    command = [*JUPYTER_BOOK, "build", str(source),
-               "--path-output", str(output), *STRICT_FLAGS]
-    completed = subprocess.run(command, capture_output=True, text=True, cwd=source)
+    completed = subprocess.run(_build_command(source, output), capture_output=True,
+                               text=True, cwd=source)
     return Build(completed.returncode, completed.stdout + completed.stderr,
                  output / "_build" / "html")
 
@@ -77,11 +80,10 @@ def start_book_build(source: Path, output: Path) -> subprocess.Popen:
     ``output/build.log`` (a file, so that a long log cannot fill a pipe and stall it)."""
     output.mkdir(parents=True, exist_ok=True)
     log = (output / "build.log").open("w", encoding="utf-8")
-    command = [*JUPYTER_BOOK, "build", str(source),
-               "--path-output", str(output), *STRICT_FLAGS]
     # A session of its own, so that stopping it stops the notebook kernels it started.
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, text=True,
-                            cwd=source, start_new_session=True)
+    return subprocess.Popen(_build_command(source, output), stdout=log,
+                            stderr=subprocess.STDOUT, text=True, cwd=source,
+                            start_new_session=True)
 
 
 # The whole book takes minutes to build, one notebook at a time on one core. When the
