@@ -301,7 +301,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "compute_efficiency": _number(_Range(
             0.01, 1, "", "a fraction of peak compute; above 1 beats the datasheet")),
         "step_overhead_ms": _number(_Range(
-            0, 1_000, "ms", "a fixed cost per step: 15 to 23 ms as fitted")),
+            0, 1_000, "ms", "a fixed cost per step: 14 to 18 ms as fitted")),
         "memory_efficiency": _number(_Range(
             0.01, 1, "", "a fraction of peak bandwidth; above 1 beats the datasheet")),
         "overlap": _number(_Range(0, 1, "", "the overlapped fraction of a step; 1 is ideal")),
