@@ -18,9 +18,7 @@ information (timed with their default values only).
 from __future__ import annotations
 
 import argparse
-import importlib
 import io
-import pkgutil
 import statistics
 import time
 
@@ -30,32 +28,17 @@ matplotlib.use("Agg")
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
-import inferlab  # noqa: E402
-from inferlab.widgets import REGISTRY  # noqa: E402
+from inferlab.widgets import control_value, registered_explorers  # noqa: E402
 
 LIMITS_MS = {"analytic": 100.0, "simulation": 1000.0}
-
-
-def spread(control, index: int, count: int):
-    """The ``index``-th of ``count`` values spread over a control's range (or its options)."""
-    options = getattr(control, "options", None)
-    if options:
-        values = [option[1] if isinstance(option, tuple) else option for option in options]
-        return values[index % len(values)]
-    if not hasattr(control, "min"):
-        return control.value
-    value = control.min + (control.max - control.min) * index / max(count - 1, 1)
-    return round(value) if isinstance(control.value, int) else value
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15, help="redraws timed per widget")
     args = parser.parse_args()
-    for module in pkgutil.iter_modules(inferlab.__path__):
-        importlib.import_module(f"inferlab.{module.name}")
     failures = 0
-    for name, entry in sorted(REGISTRY.items()):
+    for name, entry in sorted(registered_explorers().items()):
         explorer = entry.factory()
         # Factories close their figure (so only the explorer shows it), which leaves a
         # canvas that cannot draw; give it a real one, as the inline display does.
@@ -69,7 +52,8 @@ def main() -> int:
             if entry.kind != "measurement":
                 # Move one control at a time, as a reader dragging a slider does.
                 key = list(explorer.controls)[index % len(explorer.controls)]
-                values[key] = spread(explorer.controls[key], index, count)
+                values[key] = control_value(explorer.controls[key],
+                                            index / max(count - 1, 1))
             start = time.perf_counter()
             try:
                 explorer.update(**values)

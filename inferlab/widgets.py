@@ -63,6 +63,40 @@ def register(name: str, kind: str, chapter: str):
     return decorate
 
 
+def registered_explorers() -> dict[str, RegisteredExplorer]:
+    """Every explorer of the book, by name: imports each ``inferlab`` module, so that
+    every ``@register``-ed factory is recorded, and returns :data:`REGISTRY`."""
+    import importlib
+    import pkgutil
+
+    import inferlab
+
+    for module in pkgutil.iter_modules(inferlab.__path__):
+        importlib.import_module(f"inferlab.{module.name}")
+    return REGISTRY
+
+
+def control_value(control: w.ValueWidget, fraction: float):
+    """The value ``control`` shows a ``fraction`` (0 to 1) of the way along its range.
+
+    Options are taken in order (0 is the first, 1 the last); a log slider moves along
+    its exponents (its ``min`` and ``max`` are powers of ``base``); whole-number sliders
+    give whole numbers. A control without a range (a text box) keeps its value.
+    """
+    if not 0 <= fraction <= 1:
+        raise ValueError(f"fraction: {fraction!r} is not allowed; give a number in [0, 1]")
+    options = getattr(control, "options", None)
+    if options:
+        values = [option[1] if isinstance(option, tuple) else option for option in options]
+        return values[round(fraction * (len(values) - 1))]
+    if not hasattr(control, "min"):
+        return control.value
+    value = control.min + (control.max - control.min) * fraction
+    if isinstance(control, w.FloatLogSlider):
+        return control.base ** value
+    return round(value) if isinstance(control.value, int) else value
+
+
 class Explorer:
     """Sliders over ``compute`` drawn by ``render`` into one figure (see the module docstring)."""
 

@@ -7,11 +7,8 @@ a slider that moves but changes nothing is worse than none.
 
 from __future__ import annotations
 
-import importlib
 import io
-import pkgutil
 
-import ipywidgets as w
 import matplotlib
 
 matplotlib.use("Agg")
@@ -20,25 +17,17 @@ import pytest  # noqa: E402
 from conftest import ROOT  # noqa: E402
 from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 
-import inferlab  # noqa: E402
-from inferlab.widgets import REGISTRY, WIDGET_KINDS  # noqa: E402
+from inferlab.widgets import WIDGET_KINDS, control_value, registered_explorers  # noqa: E402
 
-for _module in pkgutil.iter_modules(inferlab.__path__):
-    importlib.import_module(f"inferlab.{_module.name}")
+REGISTRY = registered_explorers()
 
 
 def _ends(control):
-    """Two values far apart for a control: the ends of its range, its first and last
-    option, or its text and a longer one."""
-    options = getattr(control, "options", None)
-    if options:
-        values = [option[1] if isinstance(option, tuple) else option for option in options]
-        return values[0], values[-1]
-    if isinstance(control.value, str):
+    """Two values far apart for a control: the ends of its range or options, or for a
+    text box its text and a longer one."""
+    if isinstance(control.value, str) and not getattr(control, "options", None):
         return control.value, control.value + " and a few more words to count"
-    if isinstance(control, w.FloatLogSlider):  # its min and max are exponents
-        return control.base ** control.min, control.base ** control.max
-    return control.min, control.max
+    return control_value(control, 0.0), control_value(control, 1.0)
 
 
 def _picture(explorer, values) -> tuple[bytes, str | None]:
@@ -75,3 +64,15 @@ def test_every_control_of_every_explorer_changes_what_it_shows(name):
         shown = [_picture(explorer, {**defaults, key: value}) for value in (low, high)]
         assert shown[0] != shown[1], (
             f"{name}: moving {key} from {low!r} to {high!r} changed nothing")
+
+
+def test_control_value_walks_each_kind_of_control_along_its_range():
+    import ipywidgets as w
+
+    log = w.FloatLogSlider(value=70, base=10, min=0, max=3)
+    assert control_value(log, 0.0) == 1 and control_value(log, 1.0) == 1000
+    assert control_value(w.IntSlider(value=4, min=1, max=256), 0.5) == 128
+    assert control_value(w.Dropdown(options=[("a", 1), ("b", 2), ("c", 3)]), 1.0) == 3
+    assert control_value(w.Text(value="hi"), 1.0) == "hi"
+    with pytest.raises(ValueError, match="fraction"):
+        control_value(log, 1.5)
