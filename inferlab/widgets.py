@@ -65,7 +65,7 @@ def register(name: str, kind: str, chapter: str):
 
 def registered_explorers() -> dict[str, RegisteredExplorer]:
     """Every explorer of the book, by name: imports each ``inferlab`` module, so that
-    every ``@register``-ed factory is recorded, and returns :data:`REGISTRY`."""
+    every ``@register``-ed factory is recorded, and returns ``REGISTRY``."""
     import importlib
     import pkgutil
 
