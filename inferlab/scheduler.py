@@ -308,7 +308,7 @@ class ChunkedPrefill(PrefillPolicy):
         ctx_sum = e.ctx_sum
         step = e.step_time(tokens, ctx_sum + chunk_ctx, ctx_sum + chunk_pairs)
         t = e.t
-        e.segments.append((t, 1, step, 0.0, 0.0, 0.0, n_run, chunk_tokens, e.decode_steps))
+        e.segments.append((t, 1, step, 0.0, n_run, chunk_tokens))
         t += step
         e.t = t
         e.busy += step
@@ -359,7 +359,7 @@ class WholePrefill(PrefillPolicy):
         e.admitting = 0
         useful = sum(cur_prompt[i] for i in batch)
         step = e.step_time(tokens, tokens, pairs)
-        e.segments.append((e.t, 1, step, 0.0, 0.0, 0.0, 0, tokens, e.decode_steps))
+        e.segments.append((e.t, 1, step, 0.0, 0, tokens))
         e.t += step
         e.busy += step
         e.computed += tokens
@@ -440,54 +440,37 @@ class DisaggregatedPrefill(PrefillPolicy):
 # --------------------------------------------------------------------------------------
 
 
-def _compute_bound_steps(m0: float, m1: float, c: float) -> float:
-    """How many steps, from the first, have compute ``c`` above memory ``m0 + m1 j``."""
-    if c <= m0:
-        return 0
-    if m1 <= 0:
-        return math.inf
-    return math.ceil((c - m0) / m1)
+def elapsed(k: int, m0: float, m1: float) -> float:
+    """Total time of decode steps ``j = 0 .. k-1`` when step ``j`` takes ``m0 + m1 j``."""
+    return k * m0 + m1 * k * (k - 1) / 2
 
 
-def elapsed(k: int, m0: float, m1: float, c: float, f: float, js: float) -> float:
-    """Total time of steps ``j = 0 .. k-1`` of ``max(m0 + m1 j, c) + f``."""
-    first = min(k, js)
-    total = first * (c + f)
-    if k > js:
-        m = k - js
-        total += m * (m0 + f + m1 * js) + m1 * m * (m - 1) / 2
-    return total
-
-
-def advance(m0: float, m1: float, c: float, f: float, k_max: int, tau: float) -> tuple[int, float]:
+def advance(m0: float, m1: float, k_max: int, tau: float) -> tuple[int, float]:
     """Run up to ``k_max`` decode steps, stopping early at the first step that ends at or
     after ``tau`` seconds from now. Returns the steps run and the time they took.
 
-    Step ``j`` takes ``max(m0 + m1 j, c) + f``: memory time grows by ``m1`` per step
-    as every running request's cache grows by one token; compute ``c`` and the
-    rest ``f`` are fixed while the batch is. The sum is piecewise quadratic in
-    ``k`` and is inverted exactly, so a long run costs as little as a short one.
+    Step ``j`` takes ``m0 + m1 j``: while the batch is fixed only its cache reads
+    grow, by ``m1`` a step, as every running request's context grows by one token
+    (the step model is memory-bound in decode: see :meth:`inferlab.steptime.Replica.step_s`).
+    The sum is quadratic in ``k`` and is inverted exactly, so a long run costs as
+    little as a short one.
     """
-    js = _compute_bound_steps(m0, m1, c)
-    total = elapsed(k_max, m0, m1, c, f, js)
+    total = elapsed(k_max, m0, m1)
     if total < tau:
         return k_max, total
-    # The first k with elapsed(k) >= tau: solve in whichever regime tau falls.
-    if js >= 1 and tau <= min(js, k_max) * (c + f):
-        k = max(1, math.ceil(tau / (c + f)))
+    # The first k with elapsed(k) >= tau, a root of (m1/2) k^2 + (m0 - m1/2) k = tau.
+    linear = m0 - m1 / 2
+    if m1 > 0:
+        k = math.ceil((-linear + math.sqrt(linear * linear + 2 * m1 * tau)) / m1)
     else:
-        rest = tau - js * (c + f)
-        linear = m0 + f + m1 * js - m1 / 2
-        if m1 > 0:
-            k = js + math.ceil((-linear + math.sqrt(linear * linear + 2 * m1 * rest)) / m1)
-        else:
-            k = js + math.ceil(rest / linear)
+        k = math.ceil(tau / m0) if m0 > 0 else k_max
     k = int(min(max(k, 1), k_max))
-    while k > 1 and elapsed(k - 1, m0, m1, c, f, js) >= tau:
+    # The root is exact but floating point is not: settle on the integer either side.
+    while k > 1 and elapsed(k - 1, m0, m1) >= tau:
         k -= 1
-    while k < k_max and elapsed(k, m0, m1, c, f, js) < tau:
+    while k < k_max and elapsed(k, m0, m1) < tau:
         k += 1
-    return k, elapsed(k, m0, m1, c, f, js)
+    return k, elapsed(k, m0, m1)
 
 
 # --------------------------------------------------------------------------------------
@@ -727,8 +710,8 @@ class ContinuousEngine:
             m0 = self.step_time(n_run, self.ctx_sum, self.ctx_sum)
             m1 = self.kv_s * n_run
             wasted_per_step = 0
-        k, took = advance(m0, m1, 0.0, 0.0, k_max, tau)
-        self.segments.append((t, k, m0, m1, 0.0, 0.0, n_run, 0, decode_steps))
+        k, took = advance(m0, m1, k_max, tau)
+        self.segments.append((t, k, m0, m1, n_run, 0))
         t += took
         self.t = t
         self.busy += took
@@ -823,7 +806,7 @@ class StaticEngine:
             longest_prompt = max(prompt[i] for i in members)
             tokens = size * longest_prompt
             step = step_time(tokens, tokens, size * longest_prompt * (longest_prompt + 1) // 2)
-            segments.append((t, 1, step, 0.0, 0.0, 0.0, 0, tokens, decode_steps))
+            segments.append((t, 1, step, 0.0, 0, tokens))
             t += step
             busy += step
             computed += tokens
@@ -836,11 +819,11 @@ class StaticEngine:
                 context = size * (longest_prompt + 1)
                 m0 = step_time(size, context, context)
                 m1 = kv_s * size
-                segments.append((t, steps_needed, m0, m1, 0.0, 0.0, size, 0, decode_steps))
+                segments.append((t, steps_needed, m0, m1, size, 0))
                 for i in members:
                     join_step[i] = decode_steps
-                    finish[i] = t + elapsed(out[i] - 1, m0, m1, 0.0, 0.0, 0)
-                took = elapsed(steps_needed, m0, m1, 0.0, 0.0, 0)
+                    finish[i] = t + elapsed(out[i] - 1, m0, m1)
+                took = elapsed(steps_needed, m0, m1)
                 t += took
                 busy += took
                 computed += size * steps_needed

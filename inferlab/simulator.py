@@ -227,14 +227,13 @@ class SimResult:
     @cached_property
     def _steps(self) -> dict[str, np.ndarray]:
         """Every step's end time, duration, decode tokens and prefill tokens."""
-        seg = np.array(self._segments, dtype=float).reshape(-1, 9)
-        t0, k, m0, m1, c, f, n_dec, n_pre = (seg[:, i] for i in range(8))
+        seg = np.array(self._segments, dtype=float).reshape(-1, 6)
+        t0, k, m0, m1, n_dec, n_pre = (seg[:, i] for i in range(6))
         counts = k.astype(np.int64)
         total = int(counts.sum())
         starts = np.cumsum(counts) - counts
         j = np.arange(total) - np.repeat(starts, counts)
-        durations = np.maximum(np.repeat(m0, counts) + np.repeat(m1, counts) * j,
-                               np.repeat(c, counts)) + np.repeat(f, counts)
+        durations = np.repeat(m0, counts) + np.repeat(m1, counts) * j
         # Each segment starts at its own recorded time: cumulative sums restart there.
         cumulative = np.cumsum(durations)
         before = np.repeat(cumulative[starts] - durations[starts], counts)
