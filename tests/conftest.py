@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import json
 import os
 import shutil
 import signal
@@ -119,6 +121,28 @@ def built_book(tmp_path_factory) -> Build:
     returncode = process.wait()
     log = (output / "build.log").read_text(encoding="utf-8")
     return Build(returncode, log, output / "_build" / "html")
+
+
+
+def glued(build: Build, chapter: str) -> dict[str, object]:
+    """Every value that page ``book/<chapter>`` glued in ``build``, by key.
+
+    myst-nb takes the glued outputs out of the executed notebook and writes them to
+    ``jupyter_execute/book/<chapter>.glue.json`` beside the site, each as the value's
+    ``text/plain`` form. A Python literal (number, string, tuple, list, dict) comes back
+    as that value, so a float is exact; anything else comes back as its text."""
+    path = build.html.parent / "jupyter_execute" / "book" / f"{chapter}.glue.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: page {chapter!r} glued nothing, or the build did "
+                                f"not execute it; the build log ends:\n{build.log[-3000:]}")
+    values = {}
+    for key, output in json.loads(path.read_text(encoding="utf-8")).items():
+        text = output["data"]["text/plain"]
+        try:
+            values[key] = ast.literal_eval(text)
+        except (ValueError, SyntaxError):
+            values[key] = text
+    return values
 
 
 # The browser: one Playwright-driven system Chromium for the whole session. Playwright's
