@@ -64,6 +64,7 @@ import numbers
 from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
+from typing import NamedTuple
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -829,13 +830,20 @@ def example_system() -> System:
     return System("Llama 2 70B on 8x H200 (modelled)", rep, 8)
 
 
-def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str) -> QueryLog:
-    """Deal the queries round-robin to the replicas, simulate each, merge the logs."""
+def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
+           hopeless=None) -> QueryLog | None:
+    """Deal the queries round-robin to the replicas, simulate each, merge the logs.
+
+    ``hopeless``, if given, sees each replica's log as it is simulated; once it
+    returns true the run is abandoned and ``None`` returned.
+    """
     runs = []
     for k in range(min(system.replicas, len(prompts))):
         share = slice(k, None, system.replicas)
         requests = Requests(arrivals[share], prompts[share], outputs[share], kind)
         runs.append(simulate(system.replica, requests, system.scheduler))
+        if hopeless is not None and hopeless(QueryLog.from_results(runs[-1:])):
+            return None
     return QueryLog.from_results(runs)
 
 
@@ -1015,12 +1023,29 @@ def offline_rate_per_s(system: System, workload: Workload | None = None,
     return n / float(np.max(log.finish_s))
 
 
+class Trial(NamedTuple):
+    """One rate a search tried, and its verdict.
+
+    A trial is ``cut_short`` once so many of its queries have missed a bound that
+    the run's p99 must miss it too, whatever the queries not yet simulated do: the
+    verdict (invalid) is then certain and its percentiles are not computed (NaN).
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    rate_per_s: float
+    valid: bool
+    ttft_p99_s: float
+    tpot_p99_s: float
+    cut_short: bool = False
+
+
 @dataclass(frozen=True)
 class ServerSearch:
     """The highest valid rate found, its summary, and every rate tried.
 
-    ``trials`` holds ``(rate_per_s, valid, ttft_p99_s, tpot_p99_s)`` in the order
-    tried. ``best`` is ``None`` if no rate tried was valid.
+    ``trials`` holds a :class:`Trial` for each rate, in the order tried. ``best``
+    is ``None`` if no rate tried was valid.
 
     Used in chapter 'Benchmark scenarios'.
     """
@@ -1028,12 +1053,39 @@ class ServerSearch:
     scenario: str
     rate_per_s: float
     best: Summary | None
-    trials: tuple[tuple[float, bool, float, float], ...]
+    trials: tuple[Trial, ...]
 
     @property
     def result_tok_s(self) -> float:
         """The valid run's tokens per second (0 if none was valid)."""
         return self.best.result if self.best is not None else 0.0
+
+
+def _bounded_trial(system: System, scenario: str, workload: Workload, model: str,
+                   rate: float, rules: RunRules) -> Summary | None:
+    """A Server or Interactive run at ``rate``, as :func:`run_scenario` does it, abandoned
+    (``None``) as soon as its verdict is certain to be invalid.
+
+    LoadGen's p99 is the sorted value at ``floor(0.99 n)``, so it is over a bound
+    once ``n - floor(0.99 n)`` queries are; near and past saturation the first
+    replica or two usually show that many, and the rest need not be simulated.
+    """
+    n = server_query_count(rate, workload, rules)
+    limit = bounds(model, scenario)
+    enough = n - int(n * TARGET_PERCENTILE[scenario])
+    over = [0, 0]
+
+    def hopeless(part: QueryLog) -> bool:
+        over[0] += int(np.count_nonzero(part.ttft_s > limit.ttft_s))
+        over[1] += int(np.count_nonzero(part.tpot_s > limit.tpot_s))
+        return max(over) >= enough
+
+    prompts, outputs = workload.lengths(n)
+    log = _serve(system, workload.unit_arrivals(n) / rate, prompts, outputs, "poisson",
+                 hopeless)
+    if log is None:
+        return None
+    return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
 
 
 def find_server_rate(system: System, scenario: str = "Server", *,
@@ -1046,8 +1098,10 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     Server run can sit a little above a finite Offline run's rate, whose last
     batches drain slowly),
     ``iterations`` halvings; every trial is a full run judged with all the rules
-    (duration, count, p99 bounds, early stopping). Validity is assumed to fall
-    with the rate, which holds for these runs but not for every system.
+    (duration, count, p99 bounds, early stopping), except that a run is abandoned
+    once its p99 is certain to miss a bound (see :class:`Trial`); the rate found is
+    the same either way. Validity is assumed to fall with the rate, which holds for
+    these runs but not for every system.
 
     Raises ``ValueError`` for a scenario without a bound, an unknown model, or a
     non-positive upper rate.
@@ -1066,10 +1120,12 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     low, best, trials = 0.0, None, []
     for _ in range(iterations):
         rate = (low + high) / 2
-        summary = run_scenario(system, scenario, workload=workload, model=model,
-                               rate_per_s=rate, rules=rules)
-        trials.append((rate, summary.valid, summary.ttft_p99_s, summary.tpot_p99_s))
-        if summary.valid:
+        summary = _bounded_trial(system, scenario, workload, model, rate, rules)
+        if summary is None:
+            trials.append(Trial(rate, False, math.nan, math.nan, cut_short=True))
+        else:
+            trials.append(Trial(rate, summary.valid, summary.ttft_p99_s, summary.tpot_p99_s))
+        if summary is not None and summary.valid:
             low, best = rate, summary
         else:
             high = rate

@@ -314,11 +314,13 @@ class ChunkedPrefill(PrefillPolicy):
         e.busy += step
         e.computed += tokens
         if n_run:
-            e.decode_steps += 1
+            decode_steps = e.decode_steps + 1
+            e.decode_steps = decode_steps
             e.ctx_sum = ctx_sum + n_run
             if grows:
                 e.kv_used += n_run
-            e.retire_due(t)
+            if e.retire[0][0] <= decode_steps:  # most steps retire nobody: skip the call
+                e.retire_due(t)
         if prefilling and prefilling[0][1] >= cur_prompt[prefilling[0][0]]:
             finished = []
             while prefilling and prefilling[0][1] >= cur_prompt[prefilling[0][0]]:

@@ -263,6 +263,26 @@ def test_server_search_finds_a_valid_rate_below_an_invalid_one():
     assert found.result_tok_s == pytest.approx(found.best.result)
 
 
+@pytest.mark.parametrize("scenario", ["Server", "Interactive"])
+def test_a_trial_cut_short_is_one_the_full_run_judges_invalid(scenario):
+    # The search abandons a trial once its p99 is certain to miss a bound; the full run
+    # of every trial must give the verdict the search recorded, so the rate is unchanged.
+    system = lg.example_system()
+    # An upper rate far past saturation makes the first trials hopeless from the start.
+    found = lg.find_server_rate(system, scenario, rules=SHORT, iterations=6,
+                                upper_rate_per_s=400.0)
+    assert any(trial.cut_short for trial in found.trials)
+    for trial in found.trials:
+        full = lg.run_scenario(system, scenario, rate_per_s=trial.rate_per_s, rules=SHORT)
+        assert full.valid == trial.valid
+        if trial.cut_short:
+            limit = lg.bounds("llama2-70b", scenario)
+            assert full.ttft_p99_s > limit.ttft_s or full.tpot_p99_s > limit.tpot_s
+            assert math.isnan(trial.ttft_p99_s) and math.isnan(trial.tpot_p99_s)
+        else:
+            assert (trial.ttft_p99_s, trial.tpot_p99_s) == (full.ttft_p99_s, full.tpot_p99_s)
+
+
 @pytest.mark.parametrize(("kwargs", "word"), [
     ({"scenario": "Server", "rate_per_s": -3.0}, "rate_per_s"),
     ({"scenario": "Server", "rate_per_s": None}, "rate_per_s"),
