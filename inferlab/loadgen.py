@@ -69,6 +69,7 @@ from typing import NamedTuple
 import matplotlib.pyplot as plt
 import numpy as np
 
+from inferlab.bisection import highest_passing, least_integer
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
 from inferlab.roofline import _freeze_layout
@@ -235,14 +236,7 @@ def _min_passing(t: int, p: float, c: float) -> int:
     high = max(1, math.ceil(math.log(1 - c) / math.log(p)))
     while not passes(high):
         high *= 2
-    low = 0  # never passes: zero fast queries prove nothing
-    while high - low > 1:
-        middle = (low + high) // 2
-        if passes(middle):
-            high = middle
-        else:
-            low = middle
-    return high
+    return least_integer(passes, 0, high)  # zero fast queries prove nothing
 
 
 def min_passing_queries(overlatency: int, percentile: float = 0.99,
@@ -382,13 +376,10 @@ def early_stopping_estimate(latencies_s, percentile: float = 0.90,
     if n < need_one:
         raise ValueError(f"latencies_s: {n} queries are too few for early stopping at the "
                          f"{percentile:.0%} percentile; LoadGen needs at least {need_one}")
-    low, high = 1, n  # min_queries(t) grows with t: find the largest t that fits in n
-    while high - low > 0:
-        middle = (low + high + 1) // 2
-        if min_queries_for_early_stopping(middle, percentile, confidence) <= n:
-            low = middle
-        else:
-            high = middle - 1
+    # min_queries(t) grows with t: the largest t that fits in n is one below the first that
+    # does not (t = n + 1 never does: it needs more than n queries).
+    low = least_integer(
+        lambda t: min_queries_for_early_stopping(t, percentile, confidence) > n, 1, n + 1) - 1
     return float(values[n - low]), low - 1
 
 
@@ -1117,19 +1108,18 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     rules = mlperf_rules(model) if rules is None else rules
     high = (1.2 * offline_rate_per_s(system, workload, rules) if upper_rate_per_s is None
             else _check_rate(upper_rate_per_s))
-    low, best, trials = 0.0, None, []
-    for _ in range(iterations):
-        rate = (low + high) / 2
+    trials = []
+
+    def trial(rate: float) -> tuple[bool, Summary | None]:
         summary = _bounded_trial(system, scenario, workload, model, rate, rules)
         if summary is None:
             trials.append(Trial(rate, False, math.nan, math.nan, cut_short=True))
-        else:
-            trials.append(Trial(rate, summary.valid, summary.ttft_p99_s, summary.tpot_p99_s))
-        if summary is not None and summary.valid:
-            low, best = rate, summary
-        else:
-            high = rate
-    return ServerSearch(scenario, low, best, tuple(trials))
+            return False, None
+        trials.append(Trial(rate, summary.valid, summary.ttft_p99_s, summary.tpot_p99_s))
+        return summary.valid, summary
+
+    rate, best = highest_passing(trial, 0.0, high, iterations=iterations)
+    return ServerSearch(scenario, rate, best, tuple(trials))
 
 
 # --------------------------------------------------------------------------------------

@@ -68,6 +68,7 @@ from functools import cache, cached_property
 import matplotlib.pyplot as plt
 import numpy as np
 
+from inferlab.bisection import bisect, highest_passing
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.roofline import _freeze_layout
@@ -446,15 +447,11 @@ def max_rate_within(
     if upper_rate_per_s is None:
         offline = offline_throughput(rep, requests, scheduler)
         upper_rate_per_s = offline.requests_per_s
-    low, high = 0.0, float(upper_rate_per_s)
-    best = None
-    for _ in range(iterations):
-        rate = (low + high) / 2
+    def trial(rate: float) -> tuple[bool, SimResult]:
         run = simulate(rep, requests.at_rate(rate), scheduler)
-        if meets_bounds(run, ttft_p99_s, tpot_p99_s):
-            low, best = rate, run
-        else:
-            high = rate
+        return meets_bounds(run, ttft_p99_s, tpot_p99_s), run
+
+    low, best = highest_passing(trial, 0.0, float(upper_rate_per_s), iterations=iterations)
     mean_output = float(np.mean(requests.output_tokens))
     return BoundedRate(low, low * mean_output, float(ttft_p99_s), float(tpot_p99_s), best)
 
@@ -473,17 +470,7 @@ def fit_efficiency(measure, target: float, *, low: float = 0.05, high: float = 1
         raise ValueError(f"target: {target!r} is not allowed; give a positive number")
     if not 0 < low < high <= 1:
         raise ValueError(f"low: {low!r}, high: {high!r}; need 0 < low < high <= 1")
-    at_low, at_high = measure(low), measure(high)
-    if not at_low <= target <= at_high:
-        raise ValueError(f"target: {target:.4g} is outside what efficiencies {low:g}-{high:g} "
-                         f"give ({at_low:.4g} to {at_high:.4g})")
-    for _ in range(_whole("iterations", iterations)):
-        middle = (low + high) / 2
-        if measure(middle) < target:
-            low = middle
-        else:
-            high = middle
-    return (low + high) / 2
+    return bisect(measure, target, low, high, iterations=_whole("iterations", iterations))
 
 
 # --------------------------------------------------------------------------------------
