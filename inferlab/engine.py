@@ -592,18 +592,10 @@ class Engine:
         # Columns of the (width, vocab) embedding: (width, batch, new) -> rows.
         x = self.embedding[:, tokens].transpose(1, 2, 0).reshape(batch * new, d)
         for index, layer in enumerate(self.layers):
-            h = rms_norm(x, layer.attention_norm, config.norm_eps)
-            qkv = h @ layer.qkv
-            q = qkv[:, :d].reshape(batch, new, heads, head_width).transpose(0, 2, 1, 3)
-            k = qkv[:, d : d + config.kv_width]
-            v = qkv[:, d + config.kv_width :]
-            k = k.reshape(batch, new, kv_heads, head_width).transpose(0, 2, 1, 3)
-            v = v.reshape(batch, new, kv_heads, head_width).transpose(0, 2, 1, 3)
-            # Scaling the queries by 1/sqrt(head_width) scales the scores, on
-            # head_width numbers per query instead of one per cached position.
-            q = rope(q, cos, sin) * DTYPE(1.0 / math.sqrt(head_width))
+            q, k, v = self._projections(layer, x, batch, new)
+            q, k = rope(q, cos, sin) * self._query_scale, rope(k, cos, sin)
             keys, values = cache.keys[index], cache.values[index]
-            keys[:, :, start:end] = rope(k, cos, sin)
+            keys[:, :, start:end] = k
             values[:, :, start:end] = v
 
             # Grouped-query attention: the `group` query heads that share a KV
@@ -615,20 +607,87 @@ class Engine:
             weights = softmax(scores).reshape(batch, kv_heads, group * new, end)
             attended = weights @ values[:, :, :end]
             attended = attended.reshape(batch, heads, new, head_width).transpose(0, 2, 1, 3)
-            x = x + attended.reshape(batch * new, d) @ layer.attention_out
-
-            h = rms_norm(x, layer.mlp_norm, config.norm_eps)
-            gate_up = h @ layer.gate_up
-            gate, up = gate_up[:, : config.mlp_width], gate_up[:, config.mlp_width :]
-            x = x + (silu(gate) * up) @ layer.down
+            x = self._mlp(layer, x + attended.reshape(batch * new, d) @ layer.attention_out)
         cache.length = end
 
         x = x.reshape(batch, new, d)
-        if not all_logits:
-            x = x[:, -1]
-        h = rms_norm(x, self.final_norm, config.norm_eps)
+        return self._logits(x if all_logits else x[:, -1])
+
+    def decode_ragged(self, tokens: np.ndarray, caches: list[KVCache]) -> np.ndarray:
+        """One decode step for sequences of different lengths, each with its own batch-1 cache.
+
+        ``tokens`` ``(batch,)`` is each sequence's newest token. The weight matrix
+        multiplies run once for the whole batch (one weight read shared by every
+        sequence, the point of batching); attention runs per sequence over its own
+        cache, whose lengths differ. Returns ``(batch, vocab)`` logits, equal (to
+        float32 rounding) to :meth:`decode_step` on each sequence alone. The lab
+        server (:mod:`inferlab.server`) decodes its running requests with it.
+        """
+        tokens = np.asarray(tokens)
+        if tokens.ndim != 1 or len(tokens) != len(caches) or not caches:
+            raise ValueError(f"tokens: got shape {tokens.shape}; must be (len(caches),) >= 1")
+        if len(caches) == 1:
+            return self.decode_step(tokens, caches[0])
+        for cache in caches:
+            if cache.batch != 1 or cache.length + 1 > cache.capacity:
+                raise ValueError("caches: each must be a batch-1 cache with room for one more "
+                                 "token")
+        config = self.config
+        batch, d = len(caches), config.model_width
+        heads, kv_heads, head_width = config.heads, config.kv_heads, config.head_width
+        group = heads // kv_heads
+        positions = np.array([cache.length for cache in caches])
+        cos, sin = rotary_angles(positions, head_width, config.rope_base)
+        cos, sin = cos[:, None, None, :], sin[:, None, None, :]
+        x = self.embedding[:, tokens].T
+        attended = np.empty((batch, heads, head_width), DTYPE)
+        for index, layer in enumerate(self.layers):
+            q, k, v = self._projections(layer, x, batch, 1)
+            q, k = rope(q, cos, sin) * self._query_scale, rope(k, cos, sin)
+            for row, cache in enumerate(caches):
+                end = positions[row] + 1
+                keys, values = cache.keys[index][0], cache.values[index][0]
+                keys[:, end - 1] = k[row, :, 0]
+                values[:, end - 1] = v[row, :, 0]
+                query = q[row].reshape(kv_heads, group, head_width)
+                scores = query @ keys[:, :end].transpose(0, 2, 1)
+                attended[row] = (softmax(scores) @ values[:, :end]).reshape(heads, head_width)
+            x = self._mlp(layer, x + attended.reshape(batch, d) @ layer.attention_out)
+        for cache in caches:
+            cache.length += 1
+        return self._logits(x)
+
+    # ---- the pieces every pass shares ----------------------------------------------
+
+    @property
+    def _query_scale(self):
+        # Scaling the queries by 1/sqrt(head_width) scales the scores, on head_width
+        # numbers per query instead of one per cached position.
+        return DTYPE(1.0 / math.sqrt(self.config.head_width))
+
+    def _projections(self, layer, x: np.ndarray, batch: int, new: int):
+        """The layer's normed input through the fused QKV matrix, as ``(batch, heads, new,
+        head_width)`` queries and ``(batch, kv_heads, new, head_width)`` keys and values."""
+        config = self.config
+        d, kv_width, head_width = config.model_width, config.kv_width, config.head_width
+        qkv = rms_norm(x, layer.attention_norm, config.norm_eps) @ layer.qkv
+
+        def heads(columns, count):
+            return columns.reshape(batch, new, count, head_width).transpose(0, 2, 1, 3)
+
+        return (heads(qkv[:, :d], config.heads), heads(qkv[:, d:d + kv_width], config.kv_heads),
+                heads(qkv[:, d + kv_width:], config.kv_heads))
+
+    def _mlp(self, layer, x: np.ndarray) -> np.ndarray:
+        """The residual stream after the layer's gated MLP (SwiGLU)."""
+        config = self.config
+        gate_up = rms_norm(x, layer.mlp_norm, config.norm_eps) @ layer.gate_up
+        gate, up = gate_up[:, :config.mlp_width], gate_up[:, config.mlp_width:]
+        return x + (silu(gate) * up) @ layer.down
+
+    def _logits(self, x: np.ndarray) -> np.ndarray:
         # Tied embeddings: the output head is the embedding matrix.
-        return h @ self.embedding
+        return rms_norm(x, self.final_norm, self.config.norm_eps) @ self.embedding
 
     def prefill(
         self, prompts: np.ndarray, capacity: int | None = None

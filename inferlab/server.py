@@ -34,10 +34,10 @@ releases the GIL inside BLAS, so the event loop keeps serving while a step runs.
 
 The sequences of a running batch have different lengths, which the engine's
 one-length :class:`~inferlab.engine.KVCache` cannot hold, so each request keeps
-its own cache and :func:`decode_step_ragged` batches the weight multiplies of
-all sequences (the bytes that dominate a decode step) and attends each sequence
-to its own cache. With one sequence it calls the engine's own
-:meth:`~inferlab.engine.Engine.decode_step`.
+its own cache and :meth:`~inferlab.engine.Engine.decode_ragged` batches the
+weight multiplies of all sequences (the bytes that dominate a decode step) and
+attends each sequence to its own cache, with the same layer code as every other
+pass of the engine.
 
 Tokens: the weights are random, so the text is gibberish, but every token is
 the engine's greedy output decoded with one of the book's tokenizers
@@ -129,10 +129,6 @@ from inferlab.engine import (
     EngineConfig,
     KVCache,
     greedy,
-    rms_norm,
-    rope,
-    rotary_angles,
-    softmax,
 )
 from inferlab.tokenizers import get_tokenizer
 
@@ -279,57 +275,6 @@ class APIError(Exception):
         """The JSON response for this error (with ``Retry-After`` on 429 and 503)."""
         headers = {"retry-after": str(RETRY_AFTER_S)} if self.status in (429, 503) else None
         return JSONResponse(self.body(), status_code=self.status, headers=headers)
-
-
-def decode_step_ragged(engine: Engine, tokens: np.ndarray, caches: list[KVCache]) -> np.ndarray:
-    """One decode step for sequences of different lengths, each with its own batch-1 cache.
-
-    ``tokens`` ``(batch,)`` is each sequence's newest token. The weight matrix
-    multiplies run once for the whole batch (one weight read shared by every
-    sequence, the point of batching); attention runs per sequence over its own
-    cache, whose lengths differ. Returns ``(batch, vocab)`` logits, equal (to
-    float32 rounding) to calling ``engine.decode_step`` on each sequence alone.
-    One sequence is handed to ``engine.decode_step`` itself.
-    """
-    tokens = np.asarray(tokens)
-    if tokens.ndim != 1 or len(tokens) != len(caches) or not caches:
-        raise ValueError(f"tokens: got shape {tokens.shape}; must be (len(caches),) >= 1")
-    if len(caches) == 1:
-        return engine.decode_step(tokens, caches[0])
-    config = engine.config
-    batch, d = len(caches), config.model_width
-    heads, kv_heads, head_width = config.heads, config.kv_heads, config.head_width
-    group, kv_width = heads // kv_heads, config.kv_width
-    positions = np.array([cache.length for cache in caches])
-    for cache in caches:
-        if cache.batch != 1 or cache.length + 1 > cache.capacity:
-            raise ValueError("caches: each must be a batch-1 cache with room for one more token")
-    cos, sin = rotary_angles(positions, head_width, config.rope_base)
-    cos, sin = cos[:, None, None, :], sin[:, None, None, :]
-    scale = np.float32(1.0 / math.sqrt(head_width))
-    x = engine.embedding[:, tokens].T
-    attended = np.empty((batch, heads, head_width), np.float32)
-    for index, layer in enumerate(engine.layers):
-        h = rms_norm(x, layer.attention_norm, config.norm_eps)
-        qkv = h @ layer.qkv
-        q = rope(qkv[:, :d].reshape(batch, heads, 1, head_width), cos, sin) * scale
-        k = rope(qkv[:, d:d + kv_width].reshape(batch, kv_heads, 1, head_width), cos, sin)
-        v = qkv[:, d + kv_width:].reshape(batch, kv_heads, 1, head_width)
-        for row, cache in enumerate(caches):
-            end = positions[row] + 1
-            keys, values = cache.keys[index][0], cache.values[index][0]
-            keys[:, end - 1] = k[row, :, 0]
-            values[:, end - 1] = v[row, :, 0]
-            scores = q[row].reshape(kv_heads, group, head_width) @ keys[:, :end].transpose(0, 2, 1)
-            attended[row] = (softmax(scores) @ values[:, :end]).reshape(heads, head_width)
-        x = x + attended.reshape(batch, d) @ layer.attention_out
-        h = rms_norm(x, layer.mlp_norm, config.norm_eps)
-        gate_up = h @ layer.gate_up
-        gate, up = gate_up[:, :config.mlp_width], gate_up[:, config.mlp_width:]
-        x = x + (gate * (0.5 + 0.5 * np.tanh(0.5 * gate)) * up) @ layer.down
-    for cache in caches:
-        cache.length += 1
-    return rms_norm(x, engine.final_norm, config.norm_eps) @ engine.embedding
 
 
 class _Sequence:
@@ -513,7 +458,7 @@ class Scheduler:
             decoding = [s for s in running if s not in admitted and s not in finished]
             if decoding:
                 tokens = np.array([s.generated[-1] for s in decoding])
-                logits = decode_step_ragged(engine, tokens, [s.cache for s in decoding])
+                logits = engine.decode_ragged(tokens, [s.cache for s in decoding])
                 new = greedy(logits)
                 with self._condition:
                     self._counts["steps"] += 1

@@ -206,3 +206,21 @@ def test_building_blocks_match_their_formulas():
     np.testing.assert_allclose(np.linalg.norm(rotated, axis=-1), np.linalg.norm(vectors, axis=-1),
                                rtol=1e-5)
     np.testing.assert_allclose(rotated[:, :, 0], vectors[:, :, 0])  # position 0: no rotation
+
+
+def test_ragged_decode_matches_one_sequence_at_a_time():
+    engine = Engine(EngineConfig.named("tiny"), show=None)
+    rng = np.random.default_rng(1)
+    prompts = [rng.integers(0, 512, n) for n in (3, 9, 5)]
+    ragged, alone = [], []
+    for p in prompts:
+        logits, cache = engine.prefill(p[None, :], capacity=len(p) + 2)
+        ragged.append((int(logits.argmax()), cache))
+        _, cache2 = engine.prefill(p[None, :], capacity=len(p) + 2)
+        alone.append(cache2)
+    tokens = np.array([t for t, _ in ragged])
+    batched = engine.decode_ragged(tokens, [c for _, c in ragged])
+    for row, (token, cache) in enumerate(zip(tokens, alone, strict=True)):
+        single = engine.decode_step(np.array([token]), cache)[0]
+        np.testing.assert_allclose(batched[row], single, rtol=1e-4, atol=1e-4)
+    assert [c.length for _, c in ragged] == [len(p) + 1 for p in prompts]

@@ -12,7 +12,7 @@ import pytest
 
 from inferlab.engine import Engine, EngineConfig
 from inferlab.loadclient import LoadSpec, run_load
-from inferlab.server import LabServer, ServerConfig, decode_step_ragged
+from inferlab.server import LabServer, ServerConfig
 from inferlab.tokenizers import get_tokenizer
 
 TINY = ServerConfig(size="tiny", context_tokens=4096)
@@ -223,24 +223,6 @@ def test_the_server_holds_32_concurrent_streams(small_engine):
     # Batched: 32 x 16 tokens took far fewer decode steps than tokens.
     assert stats.tokens == 32 * 16
     assert stats.steps < stats.tokens / 4
-
-
-def test_ragged_decode_matches_one_sequence_at_a_time():
-    engine = Engine(EngineConfig.named("tiny"), show=None)
-    rng = np.random.default_rng(1)
-    prompts = [rng.integers(0, 512, n) for n in (3, 9, 5)]
-    ragged, alone = [], []
-    for p in prompts:
-        logits, cache = engine.prefill(p[None, :], capacity=len(p) + 2)
-        ragged.append((int(logits.argmax()), cache))
-        _, cache2 = engine.prefill(p[None, :], capacity=len(p) + 2)
-        alone.append(cache2)
-    tokens = np.array([t for t, _ in ragged])
-    batched = decode_step_ragged(engine, tokens, [c for _, c in ragged])
-    for row, (token, cache) in enumerate(zip(tokens, alone, strict=True)):
-        single = engine.decode_step(np.array([token]), cache)[0]
-        np.testing.assert_allclose(batched[row], single, rtol=1e-4, atol=1e-4)
-    assert [c.length for _, c in ragged] == [len(p) + 1 for p in prompts]
 
 
 def test_server_config_rejects_bad_values():
