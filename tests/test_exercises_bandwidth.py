@@ -35,6 +35,7 @@ def cache_bytes_per_token(model, bytes_per_value: float, kv_heads: int | None = 
     return 2 * model.layers * heads * model.head_dim * bytes_per_value
 
 
+@pytest.mark.build
 def test_ex_bw_inf2_divides_awss_figure_and_the_floor_scales_as_one_over_bandwidth(answers):
     system = specs.chip("AWS inf2.48xlarge")
     per_chip = specs.chip("AWS Inferentia2 (per chip)").memory_bandwidth_bytes_per_s
@@ -47,6 +48,7 @@ def test_ex_bw_inf2_divides_awss_figure_and_the_floor_scales_as_one_over_bandwid
     assert answers["ex_bw_inf2_factor"] == pytest.approx(9.8e12 / per_chip)
 
 
+@pytest.mark.build
 def test_ex_bw_groq_counts_the_fewest_chips_in_binary_and_decimal_megabytes(answers):
     weights = LLAMA31_8B.params_total * 1  # INT8: a byte per weight
     assert answers["ex_bw_groq_bytes"] == 220 * 2**20
@@ -56,6 +58,7 @@ def test_ex_bw_groq_counts_the_fewest_chips_in_binary_and_decimal_megabytes(answ
     assert answers["ex_bw_groq_chips_decimal"] > answers["ex_bw_groq_chips"]
 
 
+@pytest.mark.build
 def test_ex_bw_b200_batches_are_the_largest_that_fit_and_grow_faster_than_memory(answers):
     assert specs.chip("NVIDIA B200").memory_capacity_bytes == 180 * GB  # NVIDIA's MLPerf README
     weights = LLAMA2_70B.params_total * 1  # FP8
@@ -69,6 +72,7 @@ def test_ex_bw_b200_batches_are_the_largest_that_fit_and_grow_faster_than_memory
     assert batches > 192 / 180
 
 
+@pytest.mark.build
 def test_ex_bw_tpu_ceilings_are_bandwidth_over_the_weights(answers):
     tpu = specs.chip("Google TPU v5e (per chip)")
     weights = LLAMA31_8B.params_total * 1  # INT8
@@ -80,6 +84,7 @@ def test_ex_bw_tpu_ceilings_are_bandwidth_over_the_weights(answers):
     assert weights <= (1 - RESERVE) * tpu.memory_capacity_bytes
 
 
+@pytest.mark.build
 def test_ex_bw_gqa_cache_is_eight_times_larger_without_grouped_heads(answers):
     full = LLAMA31_70B.context_length_tokens
     assert (LLAMA31_70B.attention_heads, LLAMA31_70B.kv_heads, full) == (64, 8, 131_072)
@@ -92,6 +97,7 @@ def test_ex_bw_gqa_cache_is_eight_times_larger_without_grouped_heads(answers):
     assert answers["ex_bw_gqa_gb_without"] * GB > biggest_gpu
 
 
+@pytest.mark.build
 def test_ex_bw_cerebras_needs_more_h100s_than_a_domain_holds(answers):
     claim = result("cerebras-l31-70b-launch")["value"]
     weights = LLAMA31_70B.params_total * 2  # BF16
@@ -105,6 +111,7 @@ def test_ex_bw_cerebras_needs_more_h100s_than_a_domain_holds(answers):
     assert answers["ex_bw_cerebras_refused"] == "domain"
 
 
+@pytest.mark.build
 def test_ex_bw_ridge_batch_reaches_the_ridge_and_the_cache_caps_the_intensity(answers):
     ridge = answers["ex_bw_ridge_ridge"]
     assert ridge == pytest.approx(H100.bf16_flop_per_s / H100.memory_bandwidth_bytes_per_s)
@@ -120,6 +127,7 @@ def test_ex_bw_ridge_batch_reaches_the_ridge_and_the_cache_caps_the_intensity(an
     assert limit * 0.99 < huge.intensity_flop_per_byte < limit
 
 
+@pytest.mark.build
 def test_ex_bw_tp_answers_follow_the_published_all_reduce_costs(answers):
     gb200 = specs.chip("NVIDIA GB200 (per GPU)")
     assert (gb200.link_bytes_per_s, gb200.domain_chips) == (900e9, 72)

@@ -23,6 +23,7 @@ def answers(built_book) -> dict:
     return glued(built_book, "03_batching")
 
 
+@pytest.mark.build
 def test_ex_batch_users_divide_the_published_rate(answers):
     row = result("mlperf-v5.0-nvidia-8xh200-interactive")
     interactive_tpot_s = MLPERF_LLAMA2_70B_BOUNDS["Interactive"][1]  # 40 ms: 25 tok/s a user
@@ -31,6 +32,7 @@ def test_ex_batch_users_divide_the_published_rate(answers):
     assert answers["ex_batch_users_users"] == pytest.approx(row["value"] * interactive_tpot_s)
 
 
+@pytest.mark.build
 def test_ex_batch_ridge_is_where_the_batchs_compute_takes_as_long_as_the_weight_read(answers):
     h200 = specs.chip("NVIDIA H200 SXM")
     # A batch of b does 2 FLOP per weight per request and reads each FP8 weight (1 byte)
@@ -40,6 +42,7 @@ def test_ex_batch_ridge_is_where_the_batchs_compute_takes_as_long_as_the_weight_
     assert answers["ex_batch_ridge_real"] == pytest.approx(peak * 0.5 / 0.8)
 
 
+@pytest.mark.build
 def test_ex_batch_overhead_reproduces_nebiuss_drop(answers):
     target = 1 - (result("mlperf-v5.1-nebius-8xb200-interactive")["value"]
                   / result("mlperf-v5.1-nebius-8xb200-server")["value"])
@@ -55,6 +58,7 @@ def test_ex_batch_overhead_reproduces_nebiuss_drop(answers):
         overhead_ms / (MLPERF_LLAMA2_70B_BOUNDS["Interactive"][1] * 1e3))
 
 
+@pytest.mark.build
 def test_ex_batch_reserve_counts_whole_requests_in_the_cache(answers):
     l2_13b = specs.model("Llama 2 13B")
     h100 = specs.chip("NVIDIA H100 SXM")
@@ -69,6 +73,7 @@ def test_ex_batch_reserve_counts_whole_requests_in_the_cache(answers):
         assert requests * held <= tokens < (requests + 1) * held, key
 
 
+@pytest.mark.build
 def test_ex_batch_static_by_hand_matches_the_simulator(answers):
     idle = answers["ex_batch_static_idle"]
     assert answers["ex_batch_static_idle_simulated"] == pytest.approx(idle, rel=1e-12)
@@ -77,6 +82,7 @@ def test_ex_batch_static_by_hand_matches_the_simulator(answers):
     assert 0.5 < idle < 0.9
 
 
+@pytest.mark.build
 def test_ex_batch_little_holds_and_the_decode_batch_is_a_little_smaller(answers):
     in_flight = answers["ex_batch_little_in_flight"]
     assert in_flight == pytest.approx(answers["ex_batch_little_explorer"], rel=1e-9)
@@ -84,6 +90,7 @@ def test_ex_batch_little_holds_and_the_decode_batch_is_a_little_smaller(answers)
     assert 0.8 * in_flight < answers["ex_batch_little_decode_batch"] < in_flight
 
 
+@pytest.mark.build
 def test_ex_batch_server_tighter_bounds_keep_less_of_offline(answers):
     assert (0 < answers["ex_batch_server_interactive_share"]
             < answers["ex_batch_server_server_share"] <= 1)

@@ -24,6 +24,7 @@ def answers(built_book) -> dict:
     return glued(built_book, "07_choosing_hardware")
 
 
+@pytest.mark.build
 def test_ex_hw_chips_are_the_fewest_that_hold_every_expert(answers):
     params = specs.model("DeepSeek-V3").params_total  # all 671 B, not the 37 B active
     for key, chip, bytes_per_weight in (("ex_hw_chips_lpu_int8", "Groq LPU (GroqChip)", 1),
@@ -34,6 +35,7 @@ def test_ex_hw_chips_are_the_fewest_that_hold_every_expert(answers):
         assert (chips - 1) * usable < params * bytes_per_weight <= chips * usable, key
 
 
+@pytest.mark.build
 def test_ex_hw_compile_fills_the_budget_and_is_linear_in_the_compile_time(answers):
     budget_s = answers["hw_max_compile_pct"] / 100 * answers["hw_month_days"] * DAY_S
     for minutes in (5, 30):
@@ -44,6 +46,7 @@ def test_ex_hw_compile_fills_the_budget_and_is_linear_in_the_compile_time(answer
         6 * answers["ex_hw_compile_changes_30_min"])
 
 
+@pytest.mark.build
 def test_ex_hw_padding_finer_buckets_pad_less_and_compile_more(answers):
     coarse, fine = answers["ex_hw_padding_coarse_buckets"], answers["ex_hw_padding_fine_buckets"]
     doublings = math.log2(4096 / 128)
@@ -56,6 +59,7 @@ def test_ex_hw_padding_finer_buckets_pad_less_and_compile_more(answers):
     assert fine_share < coarse_share < 0.5
 
 
+@pytest.mark.build
 def test_ex_hw_groq_claim_is_above_the_hbm_node_and_the_pipeline(answers):
     claim = answers["hw_groq_claim"]
     b200 = specs.chip("NVIDIA B200")
@@ -74,6 +78,7 @@ def test_ex_hw_groq_claim_is_above_the_hbm_node_and_the_pipeline(answers):
     assert b200.domain_chips == 8 and answers["ex_hw_groq_sixteen_refused"] == "domain"
 
 
+@pytest.mark.build
 def test_ex_hw_decide_a_slow_small_model_needs_no_sram_machine(answers):
     assert answers["ex_hw_decide_fits"] == ("gpu", "fixed-function")
     # 40 tok/s is far below what one H200 gives an 8 B BF16 model at batch 1.

@@ -23,6 +23,7 @@ def answers(built_book) -> dict:
     return glued(built_book, "01_prefill_decode")
 
 
+@pytest.mark.build
 def test_ex_pd_short_the_wait_is_part_of_the_time_divided_by(answers):
     rate = answers["ex_pd_short_rate"]
     # 50 tokens at the reported rate take as long as the 0.4 s wait plus 50 at 100/s.
@@ -30,6 +31,7 @@ def test_ex_pd_short_the_wait_is_part_of_the_time_divided_by(answers):
     assert answers["ex_pd_short_ttft_pct"] == pytest.approx(100 * 0.4 / 0.9)
 
 
+@pytest.mark.build
 def test_ex_pd_invert_the_decode_rate_gives_back_anyscales_published_rate(answers):
     published = result("llmperf-anyscale-l2-70b-throughput")["value"]
     ttft = result("llmperf-anyscale-l2-70b-ttft")["value"]
@@ -44,6 +46,7 @@ def test_ex_pd_invert_the_decode_rate_gives_back_anyscales_published_rate(answer
     assert groq_pct > 2.5 * answers["ex_pd_invert_ttft_pct"]
 
 
+@pytest.mark.build
 def test_ex_pd_length_is_the_fewest_tokens_that_come_within_the_fraction(answers):
     ttft, decode = answers["pd_ttft_round"], result("groq-claim-l2-70b")["value"]
 
@@ -58,6 +61,7 @@ def test_ex_pd_length_is_the_fewest_tokens_that_come_within_the_fraction(answers
     assert 0.9 * decode < rate(1000) < 0.95 * decode
 
 
+@pytest.mark.build
 def test_ex_pd_conventions_follow_vllms_and_llmperfs_definitions(answers):
     ttft = result("llmperf-groq-l2-70b-ttft")["value"]
     e2e = result("llmperf-groq-l2-70b-e2e")["value"]
@@ -71,6 +75,7 @@ def test_ex_pd_conventions_follow_vllms_and_llmperfs_definitions(answers):
     assert answers["ex_pd_conventions_tpot_rate"] < n / (e2e - ttft)
 
 
+@pytest.mark.build
 def test_ex_pd_intensity_puts_decode_below_the_h100_ridge_and_prefill_above(answers):
     h100 = specs.chip("NVIDIA H100 SXM")
     ridge = answers["ex_pd_intensity_ridge"]
@@ -85,6 +90,7 @@ def test_ex_pd_intensity_puts_decode_below_the_h100_ridge_and_prefill_above(answ
     assert answers["ex_pd_intensity_prefill_above"] == pytest.approx(prefill / ridge)
 
 
+@pytest.mark.build
 def test_ex_pd_specdec_is_the_least_acceptance_that_explains_groqs_speed_up(answers):
     target = (result("aa-groq-l31-70b-specdec")["value"]
               / result("aa-groq-l31-70b-before-specdec")["value"])
@@ -101,6 +107,7 @@ def test_ex_pd_specdec_is_the_least_acceptance_that_explains_groqs_speed_up(answ
     assert all(speed_up(a - 0.005, j) < target for j in range(1, 17))
 
 
+@pytest.mark.build
 def test_ex_pd_own_a_longer_answer_raises_your_rate_and_a_longer_prompt_lowers_it(answers):
     assert (answers["ex_pd_own_long_prompt_rate"] < answers["ex_pd_own_rate"]
             < answers["ex_pd_own_long_answer_rate"] < answers["ex_pd_own_decode_rate"])

@@ -1,120 +1,139 @@
-"""The answers to the scenarios chapter's exercises, computed as the solutions compute them."""
+"""The exercises of chapter 'Benchmark scenarios', as the executed chapter answers them.
+
+Each test reads the answers the solutions glued in the book build and checks them
+against `data/results.csv`, `data/mlperf_llama2_70b.csv`, MLPerf's published bounds
+and its early-stopping rule, written out here from the rules rather than taken from
+the package, so an edited solution fails here. The last test is a unit test of what
+LoadGen does with a run too short to pass, which the solution describes.
+"""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
+from conftest import glued
 
-from inferlab.calibration import ASSUMED
-from inferlab.claims import card, claim_from_result
 from inferlab.data import load_table, result
-from inferlab.loadgen import (
-    BOUNDS,
-    QueryLog,
-    RunRules,
-    System,
-    bounds,
-    early_stopping,
-    example_system,
-    judge,
-    loadgen_percentile,
-    min_queries_for_early_stopping,
-    mlperf_rules,
-    run_scenario,
-)
-from inferlab.steptime import replica
+from inferlab.loadgen import QueryLog, RunRules, judge
+
+# MLPerf Inference's TPOT bounds (s) by benchmark, Server and Interactive.
+TPOT_BOUNDS_S = {"llama2-70b": (0.200, 0.040), "llama3.1-8b": (0.100, 0.030),
+                 "llama3.1-405b": (0.175, 0.080)}
 
 
-def test_ex_scen_per_gpu():
-    azure = result("azure-gb200-nvl72-l2-70b-v4.1")
-    dgx = result("mlperf-v5.0-nvidia-8xb200-offline")
-    azure_gpu = azure["value"] / azure["accelerator_count"]
-    dgx_gpu = dgx["value"] / dgx["accelerator_count"]
-    assert azure_gpu == pytest.approx(12_013.9, abs=0.1)
-    assert dgx_gpu == pytest.approx(12_357.25)
-    assert azure_gpu / dgx_gpu - 1 == pytest.approx(-0.0278, abs=1e-3)
+@pytest.fixture(scope="module")
+def answers(built_book) -> dict:
+    return glued(built_book, "05_scenarios")
 
 
-def test_ex_scen_more():
+def passes_early_stopping(queries: int, slow: int, percentile=0.99, confidence=0.99) -> bool:
+    """MLPerf's early-stopping rule: a run with ``slow`` of ``queries`` over the bound
+    passes when P[Binomial(queries, 1 - percentile) <= slow] < 1 - confidence."""
+    q = 1 - percentile
+    tail = sum(math.exp(math.lgamma(queries + 1) - math.lgamma(i + 1)
+                        - math.lgamma(queries - i + 1) + i * math.log(q)
+                        + (queries - i) * math.log1p(-q)) for i in range(slow + 1))
+    return tail < 1 - confidence
+
+
+@pytest.mark.build
+def test_ex_scen_per_gpu_divides_each_result_by_its_gpus(answers):
+    for key, row in (("ex_scen_per_gpu_rack", "azure-gb200-nvl72-l2-70b-v4.1"),
+                     ("ex_scen_per_gpu_server", "mlperf-v5.0-nvidia-8xb200-offline")):
+        published = result(row)
+        assert answers[key] * published["accelerator_count"] == pytest.approx(
+            published["value"]), key
+    difference = answers["ex_scen_per_gpu_difference"]
+    assert difference == pytest.approx(
+        answers["ex_scen_per_gpu_rack"] / answers["ex_scen_per_gpu_server"] - 1)
+    assert abs(difference) < 0.05  # "within a few per cent"
+
+
+@pytest.mark.build
+def test_ex_scen_more_a_passing_p99_still_fails_early_stopping(answers):
     slow, run = 180, 20_000
-    ttft = [2.5] * slow + [0.5] * (run - slow)
-    verdict = early_stopping(ttft, bounds("llama2-70b", "Server").ttft_s)
-    assert loadgen_percentile(ttft, 0.99) == 0.5
-    assert not verdict.passed
-    assert verdict.needed == min_queries_for_early_stopping(180) == 21_360
-    assert verdict.more_queries == 1_360
+    # 180 is under 1 % of 20,000, so the query at the 99th percentile is a fast one.
+    assert answers["ex_scen_more_p99_s"] == 0.5
+    needed = answers["ex_scen_more_needed"]
+    assert passes_early_stopping(needed, slow) and not passes_early_stopping(needed - 1, slow)
+    assert not passes_early_stopping(run, slow)
+    assert answers["ex_scen_more_more"] == needed - run
 
 
-def test_ex_scen_slowest():
-    plain = RunRules()  # LoadGen's defaults: 600 s, 100 queries, no equal issue
-    rates = [min_queries_for_early_stopping(slow) / plain.min_duration_s for slow in (0, 1)]
-    assert rates == pytest.approx([459 / 600, 662 / 600])
-    # Below that rate LoadGen does not issue more: the run ends at the minimum duration
-    # and is invalid, all queries fast or not.
-    n = 300
-    issued = np.linspace(2.0, 600.0, n)
-    slow = judge(QueryLog(issued, issued + 0.5, issued + 5.5, np.full(n, 101)), "Server",
-                 rules=plain)
-    assert slow.min_duration_met and slow.min_queries_met and slow.perf_constraints_met
-    assert not slow.early_stopping_met and not slow.valid
-    assert slow.queries == n
-    # Under llama2-70b's equal issue a run holds at least one pass of 24,576 queries.
-    assert mlperf_rules().pad(plain.min_queries) == 24_576 > min_queries_for_early_stopping(1)
+@pytest.mark.build
+def test_ex_scen_slowest_rates_issue_just_enough_queries_in_the_minimum_time(answers):
+    duration_s = answers["scen_min_s"]
+    assert duration_s == 600  # LoadGen's default minimum duration
+    for slow in (0, 1):
+        queries = answers[f"ex_scen_slowest_rate_{slow}"] * duration_s
+        assert queries == pytest.approx(round(queries))
+        queries = round(queries)
+        assert passes_early_stopping(queries, slow), slow
+        assert not passes_early_stopping(queries - 1, slow), slow
+    # With none slow the rule has a closed form: ceil(log(0.01) / log(0.99)) = 459.
+    assert answers["ex_scen_slowest_rate_0"] * duration_s == pytest.approx(459)
+    # One equal-issue pass over Llama 2 70B's dataset is far more than either needs.
+    assert answers["ex_scen_slowest_pass_queries"] == answers["scen_dataset"] == 24_576
+    assert answers["ex_scen_slowest_pass_queries"] > answers["ex_scen_slowest_rate_1"] * 600
 
 
-def test_ex_scen_tp8():
-    one = example_system().replica
-    wide = replica("Llama 2 70B", "NVIDIA H200 SXM", 8, "fp8",
-                   memory_efficiency=one.memory_efficiency,
-                   compute_efficiency=one.compute_efficiency,
-                   step_overhead_s=one.step_overhead_s,
-                   allreduce_latency_s=ASSUMED["allreduce_latency_s"])
-    single = run_scenario(example_system(), "SingleStream")
-    tp8 = run_scenario(System("8x H200, TP8", wide, 1), "SingleStream")
-    ratio = single.result / tp8.result
-    assert single.valid and tp8.valid
-    # Equal issue: both runs are one pass over the 24,576-sample dataset, the same queries.
-    assert single.queries == tp8.queries == 24_576
-    # The step shrinks far less than eightfold (the fixed cost stays, all-reduces are new),
-    # and the plain p90 of a lone query's latency shrinks by the step's ratio.
-    step_ratio = one.decode_step_s(1, 600) / wide.decode_step_s(1, 600)
+@pytest.mark.build
+def test_ex_scen_tp8_the_latency_shrinks_as_one_step_does(answers):
+    # Equal issue: both runs are one pass over the same 24,576 queries.
+    assert answers["ex_scen_tp8_queries_tp1"] == answers["ex_scen_tp8_queries_tp8"] == 24_576
+    step_ratio = answers["ex_scen_tp8_step_tp1_ms"] / answers["ex_scen_tp8_step_tp8_ms"]
+    # Far less than eightfold: the fixed cost stays and the all-reduces are new.
     assert 3 < step_ratio < 6
-    assert wide.allreduce_s(1) == pytest.approx(
-        160 * (5e-6 + 7 * 8192 * 2 / 450e9))  # 80 layers x 2 one-shot all-reduces
-    assert ratio == pytest.approx(step_ratio, rel=0.02)
+    p90_ratio = answers["ex_scen_tp8_p90_tp1_s"] / answers["ex_scen_tp8_p90_tp8_s"]
+    assert p90_ratio == pytest.approx(step_ratio, rel=0.02)
+    # 80 layers x 2 one-shot all-reduces of one token's 8,192 FP16 activations over
+    # 450 GB/s NVLink, each paying the assumed hop latency once.
+    hop_s = answers["scen_ar_latency_us"] * 1e-6
+    assert answers["ex_scen_tp8_allreduce_ms"] == pytest.approx(
+        160 * (hop_s + 7 * 8192 * 2 / 450e9) * 1e3)
 
 
-def test_ex_scen_405b():
-    ratios = {model: table["Interactive"].per_user_tok_s / table["Server"].per_user_tok_s
-              for model, table in BOUNDS.items()}
-    assert ratios == pytest.approx({"llama2-70b": 5.0, "llama3.1-8b": 100 / 30,
-                                    "llama3.1-405b": 175 / 80})
+@pytest.mark.build
+def test_ex_scen_405b_ratios_are_those_of_mlperfs_tpot_bounds(answers):
+    assert answers["ex_scen_405b_ratios"] == pytest.approx(
+        {model: server / interactive for model, (server, interactive) in TPOT_BOUNDS_S.items()})
+    assert answers["ex_scen_405b_interactive_tok_s"] == pytest.approx(
+        {model: 1 / interactive for model, (_, interactive) in TPOT_BOUNDS_S.items()})
 
 
-def test_ex_scen_fourx():
+@pytest.mark.build
+def test_ex_scen_fourx_per_gpu_ratios_from_nvidias_rows(answers):
     table = load_table("mlperf_llama2_70b").set_index("id")
-    table["per_gpu"] = table["tokens_per_s"] / table["accelerators"]
-    rows = {kind: (table.loc[f"v4.1-nvidia-1xb200-{kind}"],
-                   table.loc[f"v4.1-nvidia-8xh100sxm-{kind}"]) for kind in ("server", "offline")}
-    ratio = {kind: b.per_gpu / h.per_gpu for kind, (b, h) in rows.items()}
-    assert ratio["server"] == pytest.approx(10_755.59 / (21_605.79 / 8))
-    assert ratio["server"] == pytest.approx(3.98, abs=0.005)  # the claim's "up to 4x"
-    assert ratio["offline"] == pytest.approx(11_264.4 / (24_524.9 / 8))
-    mixed = rows["server"][0].per_gpu / rows["offline"][1].per_gpu
-    assert mixed == pytest.approx(3.508, abs=1e-3)
-    assert mixed == pytest.approx(result("mlperf-v4.1-nvidia-1xb200-server")["value"]
-                                  / result("mlperf-v4.1-nvidia-h100-per-gpu-offline")["value"])
-    b200, h100 = rows["server"]
-    differ = [c for c in ("accelerator", "accelerators", "software", "precision", "division",
-                          "category") if b200[c] != h100[c]]
-    assert differ == ["accelerator", "accelerators", "precision", "category"]
-    assert (b200.precision, b200.category, h100.precision, h100.category) == (
-        "fp4", "preview", "fp8", "available")
+    per_gpu = table["tokens_per_s"] / table["accelerators"]
+    for kind in ("server", "offline"):
+        assert answers[f"ex_scen_fourx_{kind}"] == pytest.approx(
+            per_gpu[f"v4.1-nvidia-1xb200-{kind}"] / per_gpu[f"v4.1-nvidia-8xh100sxm-{kind}"])
+    assert answers["ex_scen_fourx_server"] == pytest.approx(4, rel=0.01)  # "up to 4x"
+    # The mixed ratio, checked against the per-GPU rows of the other table.
+    assert answers["ex_scen_fourx_mixed"] == pytest.approx(
+        result("mlperf-v4.1-nvidia-1xb200-server")["value"]
+        / result("mlperf-v4.1-nvidia-h100-per-gpu-offline")["value"])
+    # FP4 Preview against FP8 Available: more than the chip differs.
+    assert answers["ex_scen_fourx_differ"] == ["accelerator", "accelerators", "precision",
+                                               "category"]
 
 
-def test_ex_scen_card():
-    spec_card = card(claim_from_result("cerebras-l31-70b-specdec"))
-    launch = result("cerebras-l31-70b-launch")["value"]
-    assert spec_card.missing == ("phase", "output_tokens", "tokenizer", "chip_count",
-                                 "precision", "context_tokens")
-    assert spec_card.claim.value / launch == pytest.approx(2100 / 450)
+@pytest.mark.build
+def test_ex_scen_card_names_what_the_cerebras_claim_leaves_out(answers):
+    assert answers["ex_scen_card_ratio"] == pytest.approx(
+        result("cerebras-l31-70b-specdec")["value"] / result("cerebras-l31-70b-launch")["value"])
+    assert answers["ex_scen_card_missing"] == ("phase", "output_tokens", "tokenizer",
+                                               "chip_count", "precision", "context_tokens")
+
+
+def test_ex_scen_slowest_loadgen_ends_a_short_run_invalid_rather_than_issuing_more():
+    plain = RunRules()  # LoadGen's defaults: 600 s, 100 queries, no equal issue
+    n = 300  # all within the bound, but fewer than early stopping needs
+    issued = np.linspace(2.0, 600.0, n)
+    run = judge(QueryLog(issued, issued + 0.5, issued + 5.5, np.full(n, 101)), "Server",
+                rules=plain)
+    assert run.min_duration_met and run.min_queries_met and run.perf_constraints_met
+    assert not run.early_stopping_met and not run.valid
+    assert run.queries == n

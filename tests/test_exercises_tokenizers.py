@@ -32,6 +32,7 @@ def tokens(counts):
     return counts.pivot(index="file", columns="tokenizer", values="tokens")
 
 
+@pytest.mark.build
 def test_ex_tok_convert_keeps_the_text_per_second(answers, tokens):
     for text, key in (("prose_en.txt", "ex_tok_convert_en"), ("prose_hi.txt", "ex_tok_convert_hi")):
         # The same text streams at the same pace counted in either tokenizer's tokens.
@@ -41,6 +42,7 @@ def test_ex_tok_convert_keeps_the_text_per_second(answers, tokens):
     assert answers["ex_tok_convert_hi"] < answers["ex_tok_convert_en"]
 
 
+@pytest.mark.build
 def test_ex_tok_llmperf_keeps_the_time_of_a_response(answers, tokens):
     n_llama2 = answers["ex_tok_llmperf_llama2_tokens"]
     ratio = tokens.loc["prose_zh.txt", "llama2"] / tokens.loc["prose_zh.txt", "o200k_base"]
@@ -49,6 +51,7 @@ def test_ex_tok_llmperf_keeps_the_time_of_a_response(answers, tokens):
     assert OUTPUT_TOKENS / answers["ex_tok_llmperf_rate"] == pytest.approx((n_llama2 + 1) / 120)
 
 
+@pytest.mark.build
 def test_ex_tok_bos_removes_one_token_in_n_and_finds_the_shortest_safe_answer(answers):
     reported = result("llmperf-groq-l2-70b-throughput")["value"]
     assert answers["ex_tok_bos_text_rate"] == pytest.approx(
@@ -57,6 +60,7 @@ def test_ex_tok_bos_removes_one_token_in_n_and_finds_the_shortest_safe_answer(an
     assert 1 / (needed - 1) < 0.001 <= 1 / (needed - 2)
 
 
+@pytest.mark.build
 def test_ex_tok_reading_scales_the_reading_speed_by_tokens_per_word(answers, counts):
     japanese = counts[counts.file == "prose_ja.txt"].set_index("tokenizer")
     words_per_s = answers["tok_wpm"] / 60  # the reading speed the exercise states
@@ -67,6 +71,7 @@ def test_ex_tok_reading_scales_the_reading_speed_by_tokens_per_word(answers, cou
         assert needed > answers["tok_mlperf_tok_s"]  # "both above MLPerf's"
 
 
+@pytest.mark.build
 def test_ex_tok_numbers_cheapest_is_not_the_largest_vocabulary(answers, tokens):
     arithmetic = tokens.loc["numbers_arithmetic.txt"]
     cheapest = set(answers["ex_tok_numbers_cheapest"].split(" and "))
@@ -75,6 +80,7 @@ def test_ex_tok_numbers_cheapest_is_not_the_largest_vocabulary(answers, tokens):
     assert answers["ex_tok_numbers_dearest"] == "llama2"  # one token per digit
 
 
+@pytest.mark.build
 def test_ex_tok_chars_convert_the_leaderboard_rates_to_characters(answers, counts, tokens):
     rate = load_table("leaderboard").set_index("rank")["output_tokens_per_s"]
     chars = counts.groupby("file")["chars"].first()["code_python.txt"]
