@@ -1,0 +1,81 @@
+"""The long cells' progress bar: every item passes through, and nothing is left behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from inferlab import progress as p
+
+
+class Handle:
+    def __init__(self, shown):
+        self.shown = shown
+
+    def update(self, data, raw=False):
+        self.shown.append(("update", data, raw))
+
+
+@pytest.fixture
+def kernel(monkeypatch):
+    """Pretend to run in a Jupyter kernel and record what is displayed."""
+    import IPython.display
+
+    shown = []
+
+    def display(obj, display_id=False):
+        shown.append(("display", obj))
+        return Handle(shown)
+
+    monkeypatch.setattr(p, "_in_kernel", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", display)
+    return shown
+
+
+def test_outside_a_kernel_items_pass_through_and_nothing_is_shown(capsys):
+    assert list(p.progress(range(4), label="counting")) == [0, 1, 2, 3]
+    assert capsys.readouterr().out == ""
+
+
+def test_in_a_kernel_the_bar_fills_and_is_replaced_by_an_empty_output(kernel):
+    seen = []
+    for item in p.progress("abc", label="letters"):
+        box = kernel[0][1]
+        seen.append((item, box.children[0].value))
+    assert seen == [("a", 0), ("b", 1), ("c", 2)]  # the bar counts the items finished
+    assert box.children[1].value == "letters: 3 of 3"
+    assert kernel[-1] == ("update", {}, True)
+    assert all(widget.comm is None for widget in (box, *box.children))  # closed
+
+
+@pytest.mark.parametrize("stop", ["break", "raise"])
+def test_the_bar_goes_when_the_loop_stops_early(kernel, stop):
+    def run():
+        for item in p.progress(range(10), label="stopping"):
+            if item == 2:
+                if stop == "raise":
+                    raise RuntimeError("stopped")
+                break
+
+    if stop == "raise":
+        with pytest.raises(RuntimeError):
+            run()
+    else:
+        run()
+    assert kernel[-1] == ("update", {}, True)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "word"), [
+    ({"label": ""}, ValueError, "label"),
+    ({"label": "x", "total": 0}, ValueError, "total"),
+    ({"label": "x", "total": True}, ValueError, "total"),
+    ({"label": "x", "total": 2.5}, ValueError, "total"),
+])
+def test_bad_labels_and_totals_are_refused(kwargs, error, word):
+    with pytest.raises(error, match=word):
+        p.progress([1, 2], **kwargs)  # refused at the call, before any item
+
+
+def test_an_iterable_without_a_length_needs_a_total():
+    with pytest.raises(TypeError, match="total"):
+        p.progress(iter([1, 2]), label="x")
+    assert list(p.progress(iter([1, 2]), label="x", total=2)) == [1, 2]
