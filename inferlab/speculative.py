@@ -39,8 +39,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inferlab.timing import CHAPTER, _count, _number, freeze_layout
+from inferlab import checks
+from inferlab.timing import CHAPTER, freeze_layout
 from inferlab.widgets import Explorer, register
+
+#: The longest draft the functions below take: ten times the longest published drafts
+#: (2 to 10 tokens), and it bounds the search over draft lengths to a fraction of a second.
+MAX_DRAFT_TOKENS = 100
+
+
+def _draft_tokens(name: str, value) -> int:
+    return checks.whole(name, value, minimum=0, maximum=MAX_DRAFT_TOKENS)
 
 
 def expected_tokens_per_step(acceptance_rate, draft_tokens: int):
@@ -52,18 +61,12 @@ def expected_tokens_per_step(acceptance_rate, draft_tokens: int):
 
     Used in chapter 'Prefill and decode'.
     """
-    k = _count("draft_tokens", draft_tokens, minimum=0)
-    a = np.asarray(acceptance_rate, dtype=float)
-    if a.size == 0 or not np.all(np.isfinite(a)) or np.any((a < 0) | (a > 1)):
-        raise ValueError(
-            f"acceptance_rate: {acceptance_rate!r} is outside the allowed range [0, 1]"
-        )
-    # The geometric sum written out, so a = 1 needs no special case and is exact.
-    total = np.zeros_like(a)
-    term = np.ones_like(a)
-    for _ in range(k + 1):
-        total = total + term
-        term = term * a
+    k = _draft_tokens("draft_tokens", draft_tokens)
+    a = checks.reals("acceptance_rate", acceptance_rate, low=0.0, high=1.0)
+    # The closed form costs the same for any k; at a = 1 the sum is k + 1 exactly.
+    below_one = a < 1
+    gap = np.where(below_one, 1.0 - a, 1.0)
+    total = np.where(below_one, (1.0 - a ** (k + 1)) / gap, k + 1.0)
     return float(total) if total.ndim == 0 else total
 
 
@@ -78,9 +81,23 @@ def speedup(acceptance_rate, draft_tokens: int, draft_cost_ratio: float):
 
     Used in chapter 'Prefill and decode'.
     """
-    k = _count("draft_tokens", draft_tokens, minimum=0)
-    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
+    k = _draft_tokens("draft_tokens", draft_tokens)
+    c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
     return expected_tokens_per_step(acceptance_rate, k) / (1.0 + k * c)
+
+
+def speedup_curve(acceptance_rate: float, draft_tokens: np.ndarray,
+                  draft_cost_ratio: float) -> np.ndarray:
+    """:func:`speedup` at one acceptance rate for each draft length in ``draft_tokens``.
+
+    The closed form over an array of k, for the explorer's curve and the best k.
+    Used in chapter 'Prefill and decode'.
+    """
+    a = checks.fraction("acceptance_rate", acceptance_rate)
+    ks = checks.wholes("draft_tokens", draft_tokens, minimum=0, maximum=MAX_DRAFT_TOKENS)
+    c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
+    expected = (1.0 - a ** (ks + 1)) / (1.0 - a) if a < 1 else ks + 1.0
+    return expected / (1.0 + ks * c)
 
 
 @dataclass(frozen=True)
@@ -108,10 +125,10 @@ def speculative_decoding(acceptance_rate: float, draft_tokens: int, draft_cost_r
     A scalar view of :func:`expected_tokens_per_step` and :func:`speedup` for one
     setting, with the plain decode rate it multiplies. Used in chapter 'Prefill and decode'.
     """
-    a = _number("acceptance_rate", acceptance_rate, strict=False, maximum=1.0)
-    k = _count("draft_tokens", draft_tokens, minimum=0)
-    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
-    base = _number("base_decode_tok_per_s", base_decode_tok_per_s)
+    a = checks.fraction("acceptance_rate", acceptance_rate)
+    k = _draft_tokens("draft_tokens", draft_tokens)
+    c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
+    base = checks.positive("base_decode_tok_per_s", base_decode_tok_per_s)
     expected = expected_tokens_per_step(a, k)
     return SpeculativeEstimate(a, k, c, base, expected, 1.0 + k * c, expected / (1.0 + k * c))
 
@@ -126,9 +143,9 @@ def acceptance_rate_for_speedup(target_speedup: float, draft_tokens: int,
 
     Used in chapter 'Prefill and decode'.
     """
-    target = _number("target_speedup", target_speedup)
-    k = _count("draft_tokens", draft_tokens, minimum=0)
-    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
+    target = checks.positive("target_speedup", target_speedup)
+    k = _draft_tokens("draft_tokens", draft_tokens)
+    c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
     best = (k + 1) / (1.0 + k * c)
     if target > best:
         raise ValueError(
@@ -161,9 +178,9 @@ def least_acceptance_for_speedup(target_speedup: float, draft_cost_ratio: float,
 
     Used in chapter 'Prefill and decode'.
     """
-    target = _number("target_speedup", target_speedup)
-    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
-    top = _count("max_draft_tokens", max_draft_tokens)
+    target = checks.positive("target_speedup", target_speedup)
+    c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
+    top = _draft_tokens("max_draft_tokens", max_draft_tokens)
     options = []
     for k in range(top + 1):
         if target <= (k + 1) / (1.0 + k * c):
@@ -182,11 +199,11 @@ def best_draft_tokens(acceptance_rate: float, draft_cost_ratio: float,
 
     Used in chapter 'Prefill and decode'.
     """
-    a = _number("acceptance_rate", acceptance_rate, strict=False, maximum=1.0)
-    c = _number("draft_cost_ratio", draft_cost_ratio, strict=False, maximum=1.0)
-    top = _count("max_draft_tokens", max_draft_tokens)
-    gains = [speedup(a, k, c) for k in range(top + 1)]
-    return int(np.argmax(gains))
+    a = checks.fraction("acceptance_rate", acceptance_rate)
+    c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
+    top = _draft_tokens("max_draft_tokens", max_draft_tokens)
+    ks = np.arange(top + 1)
+    return int(np.argmax(speedup_curve(a, ks, c)))
 
 
 @register("pd_speculative", "analytic", chapter=CHAPTER)
@@ -206,8 +223,8 @@ def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens:
 
     from inferlab.plotting import KIND_COLORS, figure, label_kind
 
-    base = _number("base_decode_tok_per_s", base_decode_tok_per_s)
-    top = _count("max_draft_tokens", max_draft_tokens)
+    base = checks.positive("base_decode_tok_per_s", base_decode_tok_per_s)
+    top = _draft_tokens("max_draft_tokens", max_draft_tokens)
     ks = np.arange(top + 1)
     fig, ax = figure(figsize=(7.5, 4.0))
     (curve,) = ax.plot([], [], "-", color=KIND_COLORS["modelled"], label="modelled speed-up")
@@ -216,7 +233,7 @@ def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens:
     kinds = ["modelled"]
     claimed = 1.0
     if reported_tok_per_s is not None:
-        claimed = _number("reported_tok_per_s", reported_tok_per_s) / base
+        claimed = checks.positive("reported_tok_per_s", reported_tok_per_s) / base
         ax.axhline(claimed, color=KIND_COLORS["reported"], linestyle="--", linewidth=1,
                    label=f"claimed: {reported_tok_per_s:,.0f} / {base:,.0f} tok/s")
         kinds.append("reported")
@@ -233,8 +250,7 @@ def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens:
         return speculative_decoding(acceptance_rate, draft_tokens, draft_cost_ratio, base)
 
     def render(estimate: SpeculativeEstimate) -> str:
-        gains = [speedup(estimate.acceptance_rate, int(k), estimate.draft_cost_ratio)
-                 for k in ks]
+        gains = speedup_curve(estimate.acceptance_rate, ks, estimate.draft_cost_ratio)
         curve.set_data(ks, gains)
         point.set_data([estimate.draft_tokens], [estimate.speedup])
         ax.set_ylim(0, max(max(gains), claimed) * 1.15)

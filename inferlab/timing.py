@@ -33,40 +33,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inferlab import checks
 from inferlab.widgets import Explorer, register
 
 CHAPTER = "01_prefill_decode"
-
-
-# --- argument checks --------------------------------------------------------------------------
-
-
-def _number(name: str, value, *, minimum: float = 0.0, strict: bool = True,
-            maximum: float | None = None, strict_maximum: bool = False) -> float:
-    """``value`` as a float, or ``ValueError`` naming ``name``, the value and the allowed range."""
-    low = "(" if strict else "["
-    if maximum is None:
-        allowed = f"{low}{minimum:g}, inf)"
-    else:
-        allowed = f"{low}{minimum:g}, {maximum:g}{')' if strict_maximum else ']'}"
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}: {value!r} is not a number; allowed: {allowed}") from None
-    too_low = number <= minimum if strict else number < minimum
-    too_high = maximum is not None and (number >= maximum if strict_maximum else number > maximum)
-    if not math.isfinite(number) or too_low or too_high:
-        raise ValueError(f"{name}: {value!r} is outside the allowed range {allowed}")
-    return number
-
-
-def _count(name: str, value, *, minimum: int = 1) -> int:
-    """``value`` as an int of at least ``minimum``, or ``ValueError`` saying what is allowed."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer, float, np.floating)):
-        raise ValueError(f"{name}: {value!r} is not a whole number; allowed: {minimum} or more")
-    if not math.isfinite(value) or value != int(value) or value < minimum:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
-    return int(value)
 
 
 # --- one request's timeline ------------------------------------------------------------------
@@ -97,9 +67,9 @@ def clocks(output_tokens: int, ttft_s: float, e2e_s: float) -> Clocks:
 
     Used in chapter 'Prefill and decode'.
     """
-    n = _count("output_tokens", output_tokens)
-    ttft = _number("ttft_s", ttft_s, strict=False)
-    e2e = _number("e2e_s", e2e_s)
+    n = checks.whole("output_tokens", output_tokens)
+    ttft = checks.non_negative("ttft_s", ttft_s)
+    e2e = checks.positive("e2e_s", e2e_s)
     if e2e <= ttft:
         raise ValueError(
             f"e2e_s: {e2e_s!r} must be greater than ttft_s ({ttft_s!r}): the last token "
@@ -166,11 +136,11 @@ def request_timeline(prompt_tokens: int, output_tokens: int, decode_tok_per_s: f
 
     Used in chapter 'Prefill and decode'.
     """
-    prompt = _count("prompt_tokens", prompt_tokens)
-    n = _count("output_tokens", output_tokens)
-    decode = _number("decode_tok_per_s", decode_tok_per_s)
-    prefill = _number("prefill_tok_per_s", prefill_tok_per_s)
-    queue = _number("queue_s", queue_s, strict=False)
+    prompt = checks.whole("prompt_tokens", prompt_tokens)
+    n = checks.whole("output_tokens", output_tokens)
+    decode = checks.positive("decode_tok_per_s", decode_tok_per_s)
+    prefill = checks.positive("prefill_tok_per_s", prefill_tok_per_s)
+    queue = checks.non_negative("queue_s", queue_s)
     return RequestTimeline(prompt, n, queue, prompt / prefill, 1.0 / decode)
 
 
@@ -204,13 +174,9 @@ def rate_with_ttft_tok_per_s(output_tokens: int | np.ndarray, ttft_s: float | np
 
     Used in chapter 'Prefill and decode'.
     """
-    decode = _number("decode_tok_per_s", decode_tok_per_s)
-    n = np.asarray(output_tokens, dtype=float)
-    ttft = np.asarray(ttft_s, dtype=float)
-    if n.size == 0 or not np.all(np.isfinite(n)) or np.any(n < 1):
-        raise ValueError(f"output_tokens: {output_tokens!r} is not allowed; give values >= 1")
-    if ttft.size == 0 or not np.all(np.isfinite(ttft)) or np.any(ttft < 0):
-        raise ValueError(f"ttft_s: {ttft_s!r} is outside the allowed range [0, inf)")
+    decode = checks.positive("decode_tok_per_s", decode_tok_per_s)
+    n = checks.reals("output_tokens", output_tokens, low=1.0)
+    ttft = checks.reals("ttft_s", ttft_s, low=0.0)
     rate = n / (ttft + n / decode)
     return float(rate) if rate.ndim == 0 else rate
 
@@ -225,11 +191,10 @@ def ttft_for_rate_s(rate_with_ttft_tok_per_s: float, output_tokens: int,
 
     Used in chapter 'Prefill and decode'.
     """
-    n = _count("output_tokens", output_tokens)
-    decode = _number("decode_tok_per_s", decode_tok_per_s)
-    target = _number("rate_with_ttft_tok_per_s", rate_with_ttft_tok_per_s,
-                     maximum=decode, strict_maximum=False)
-    return n / target - n / decode
+    n = checks.whole("output_tokens", output_tokens)
+    decode = checks.positive("decode_tok_per_s", decode_tok_per_s)
+    target = checks.positive("rate_with_ttft_tok_per_s", rate_with_ttft_tok_per_s, high=decode)
+    return checks.finite_result(n / target - n / decode, "rate_with_ttft_tok_per_s")
 
 
 def decode_rate_from_rate_with_ttft_tok_per_s(rate_with_ttft_tok_per_s: float,
@@ -242,12 +207,12 @@ def decode_rate_from_rate_with_ttft_tok_per_s(rate_with_ttft_tok_per_s: float,
 
     Used in chapter 'Prefill and decode'.
     """
-    n = _count("output_tokens", output_tokens)
-    ttft = _number("ttft_s", ttft_s, strict=False)
+    n = checks.whole("output_tokens", output_tokens)
+    ttft = checks.non_negative("ttft_s", ttft_s)
     limit = n / ttft if ttft > 0 else math.inf
-    rate = _number("rate_with_ttft_tok_per_s", rate_with_ttft_tok_per_s, maximum=limit,
-                   strict_maximum=True)
-    return n / (n / rate - ttft)
+    rate = checks.real("rate_with_ttft_tok_per_s", rate_with_ttft_tok_per_s, low=0.0,
+                       high=limit, low_open=True, high_open=True)
+    return checks.finite_result(n / (n / rate - ttft), "rate_with_ttft_tok_per_s", "ttft_s")
 
 
 def output_tokens_for_fraction(fraction: float, ttft_s: float, decode_tok_per_s: float) -> float:
@@ -258,9 +223,9 @@ def output_tokens_for_fraction(fraction: float, ttft_s: float, decode_tok_per_s:
 
     Used in chapter 'Prefill and decode'.
     """
-    f = _number("fraction", fraction, maximum=1.0, strict_maximum=True)
-    ttft = _number("ttft_s", ttft_s, strict=False)
-    decode = _number("decode_tok_per_s", decode_tok_per_s)
+    f = checks.fraction("fraction", fraction, low_open=True, high_open=True)
+    ttft = checks.non_negative("ttft_s", ttft_s)
+    decode = checks.positive("decode_tok_per_s", decode_tok_per_s)
     return f / (1.0 - f) * ttft * decode
 
 
@@ -275,9 +240,9 @@ def reading_rate_tok_per_s(words_per_minute: float, words_per_token: float) -> f
 
     Used in chapter 'Prefill and decode'.
     """
-    wpm = _number("words_per_minute", words_per_minute)
-    wpt = _number("words_per_token", words_per_token)
-    return wpm / 60.0 / wpt
+    wpm = checks.positive("words_per_minute", words_per_minute)
+    wpt = checks.positive("words_per_token", words_per_token)
+    return checks.finite_result(wpm / 60.0 / wpt, "words_per_minute", "words_per_token")
 
 
 def words_per_minute(tok_per_s: float, words_per_token: float) -> float:
@@ -285,9 +250,9 @@ def words_per_minute(tok_per_s: float, words_per_token: float) -> float:
 
     Used in chapter 'Prefill and decode'.
     """
-    rate = _number("tok_per_s", tok_per_s)
-    wpt = _number("words_per_token", words_per_token)
-    return rate * 60.0 * wpt
+    rate = checks.positive("tok_per_s", tok_per_s)
+    wpt = checks.positive("words_per_token", words_per_token)
+    return checks.finite_result(rate * 60.0 * wpt, "tok_per_s", "words_per_token")
 
 
 # --- explorers ------------------------------------------------------------------------------------
@@ -394,8 +359,8 @@ def timeline_explorer(prefill_tok_per_s: float = TIMELINE_PREFILL_TOK_PER_S,
     Sliders: prompt tokens, output tokens, decode rate (1 / TPOT). A view over
     :func:`request_timeline`. Used in chapter 'Prefill and decode'.
     """
-    _number("prefill_tok_per_s", prefill_tok_per_s)
-    _number("queue_s", queue_s, strict=False)
+    checks.positive("prefill_tok_per_s", prefill_tok_per_s)
+    checks.non_negative("queue_s", queue_s)
     return _timeline_explorer(prefill_tok_per_s, queue_s)
 
 
@@ -421,11 +386,11 @@ def reconcile(output_tokens: int, ttft_s: float, decode_tok_per_s: float, *,
     ``ttft_for_target_s`` is ``nan`` when the target is not below the decode rate.
     Used in chapter 'Prefill and decode'.
     """
-    n = _count("output_tokens", output_tokens)
-    ttft = _number("ttft_s", ttft_s, strict=False)
-    decode = _number("decode_tok_per_s", decode_tok_per_s)
-    target = _number("target_tok_per_s", target_tok_per_s)
-    top = _count("max_output_tokens", max_output_tokens)
+    n = checks.whole("output_tokens", output_tokens)
+    ttft = checks.non_negative("ttft_s", ttft_s)
+    decode = checks.positive("decode_tok_per_s", decode_tok_per_s)
+    target = checks.positive("target_tok_per_s", target_tok_per_s)
+    top = checks.whole("max_output_tokens", max_output_tokens)
     curve_n = np.unique(np.geomspace(1, max(top, n), 200).round())
     return Reconciliation(
         output_tokens=n,
