@@ -18,7 +18,8 @@ import math
 import numbers
 from dataclasses import dataclass
 
-from inferlab.specs import ModelSpec
+from inferlab import checks
+from inferlab.specs import ModelSpec, as_model
 
 #: Bytes that one parameter (or one cached value) occupies in each number format.
 #: 16-bit formats take 2 bytes, 8-bit formats 1, 4-bit formats half a byte
@@ -56,29 +57,6 @@ MIB = 2**20
 GIB = 2**30
 
 
-def _positive(name: str, value: float) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise ValueError(f"{name}: {value!r} is not a number; give a positive number")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a positive, finite number")
-    return float(value)
-
-
-def _non_negative(name: str, value: float) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise ValueError(f"{name}: {value!r} is not a number; give a number >= 0")
-    if not math.isfinite(value) or value < 0:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a finite number >= 0")
-    return float(value)
-
-
-def _fraction(name: str, value: float) -> float:
-    value = _non_negative(name, value)
-    if value >= 1:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a fraction in [0, 1)")
-    return value
-
-
 def bytes_per_param(precision: str) -> float:
     """Bytes per parameter (or cached value) in ``precision``.
 
@@ -114,7 +92,7 @@ def weight_bytes(params: float, precision: str) -> float:
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    return _positive("params", params) * bytes_per_param(precision)
+    return checks.positive("params", params) * bytes_per_param(precision)
 
 
 def kv_bytes_per_token(
@@ -145,6 +123,7 @@ def kv_bytes_per_token(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
+    model = as_model(model)
     per_value = bytes_per_param(precision)
     if model.attention == "mla":
         if kv_heads is not None:
@@ -178,16 +157,10 @@ def kv_cache_bytes(kv_bytes_per_token: float, context_tokens: float, batch: int 
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    per_token = _non_negative("kv_bytes_per_token", kv_bytes_per_token)
-    context = _non_negative("context_tokens", context_tokens)
-    _check_batch(batch)
+    per_token = checks.non_negative("kv_bytes_per_token", kv_bytes_per_token)
+    context = checks.non_negative("context_tokens", context_tokens)
+    checks.whole("batch", batch)
     return per_token * context * batch
-
-
-def _check_batch(batch: int) -> int:
-    if not isinstance(batch, numbers.Integral) or isinstance(batch, bool) or batch < 1:
-        raise ValueError(f"batch: {batch!r} is not allowed; give a whole number >= 1")
-    return int(batch)
 
 
 def usable_bytes(capacity_bytes: float, reserve_fraction: float = 0.0) -> float:
@@ -197,8 +170,8 @@ def usable_bytes(capacity_bytes: float, reserve_fraction: float = 0.0) -> float:
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    return _positive("capacity_bytes", capacity_bytes) * (
-        1 - _fraction("reserve_fraction", reserve_fraction)
+    return checks.positive("capacity_bytes", capacity_bytes) * (
+        1 - checks.fraction("reserve_fraction", reserve_fraction, high_open=True)
     )
 
 
@@ -235,14 +208,13 @@ def chips_to_hold(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    total = _positive("total_bytes", total_bytes)
-    usable = usable_bytes(capacity_bytes_per_chip, reserve_fraction)
+    total = checks.positive("total_bytes", total_bytes)
+    per_chip = checks.positive("capacity_bytes_per_chip", capacity_bytes_per_chip)
+    usable = usable_bytes(per_chip, reserve_fraction)
     # Round before ceil so that 140 GB on 70 GB chips is 2, not 3 from float noise.
     needed = math.ceil(round(total / usable, 9))
     if max_chips is not None:
-        if (not isinstance(max_chips, numbers.Integral) or isinstance(max_chips, bool)
-                or max_chips < 1):
-            raise ValueError(f"max_chips: {max_chips!r} is not allowed; give a whole number >= 1")
+        max_chips = checks.whole("max_chips", max_chips)
         if needed > max_chips:
             raise ValueError(
                 f"total_bytes: {total:.4g} bytes need {needed} chips of "
@@ -266,11 +238,14 @@ def kv_tokens_that_fit(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    free = usable_bytes(capacity_bytes, reserve_fraction) - _positive("weight_bytes", weight_bytes)
-    per_token = _positive("kv_bytes_per_token", kv_bytes_per_token)
+    weights = checks.positive("weight_bytes", weight_bytes)
+    free = usable_bytes(capacity_bytes, reserve_fraction) - weights
+    per_token = checks.positive("kv_bytes_per_token", kv_bytes_per_token)
     if free <= 0:
         return 0
-    return int(math.floor(round(free / per_token, 9)))
+    tokens = checks.finite_result(round(free / per_token, 9), "capacity_bytes",
+                                  "kv_bytes_per_token")
+    return int(math.floor(tokens))
 
 
 def max_batch(
@@ -288,7 +263,7 @@ def max_batch(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    context = _positive("context_tokens", context_tokens)
+    context = checks.positive("context_tokens", context_tokens)
     tokens = kv_tokens_that_fit(
         capacity_bytes, weight_bytes, kv_bytes_per_token, reserve_fraction=reserve_fraction
     )
@@ -328,7 +303,7 @@ def memory_budget(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    capacity = _positive("capacity_bytes", capacity_bytes)
-    reserve = capacity * _fraction("reserve_fraction", reserve_fraction)
+    capacity = checks.positive("capacity_bytes", capacity_bytes)
+    reserve = capacity * checks.fraction("reserve_fraction", reserve_fraction, high_open=True)
     kv = kv_cache_bytes(kv_bytes_per_token, context_tokens, batch)
-    return MemoryBudget(capacity, _positive("weight_bytes", weight_bytes), reserve, kv)
+    return MemoryBudget(capacity, checks.positive("weight_bytes", weight_bytes), reserve, kv)

@@ -70,13 +70,7 @@ def _fraction(name: str, value) -> float:
 
 
 def _specs(model, chip) -> tuple[specs.ModelSpec, specs.Chip]:
-    spec = specs.model(model) if isinstance(model, str) else model
-    hw = specs.chip(chip) if isinstance(chip, str) else chip
-    if not isinstance(spec, specs.ModelSpec):
-        raise TypeError(f"model: {model!r} is not a model name or ModelSpec")
-    if not isinstance(hw, specs.Chip):
-        raise TypeError(f"chip: {chip!r} is not a chip name or Chip")
-    return spec, hw
+    return specs.as_model(model), specs.as_chip(chip)
 
 
 def check_context(model: str | specs.ModelSpec, context_tokens) -> int:

@@ -34,13 +34,7 @@ from __future__ import annotations
 import numbers
 from dataclasses import dataclass
 
-from inferlab.capacity import _check_batch, _non_negative, _positive
-
-
-def _check_tp(tp: int) -> int:
-    if not isinstance(tp, numbers.Integral) or isinstance(tp, bool) or tp < 1:
-        raise ValueError(f"tp: {tp!r} is not allowed; give a whole number of chips >= 1")
-    return int(tp)
+from inferlab import checks
 
 
 def ring_allreduce_s(
@@ -57,7 +51,7 @@ def ring_allreduce_s(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    _non_negative("hop_latency_s", hop_latency_s)  # named as this function calls it
+    checks.non_negative("hop_latency_s", hop_latency_s)  # named as this function calls it
     return allreduce_s(message_bytes, chips, link_bytes_per_s, hop_latency_s, "ring")
 
 
@@ -84,10 +78,10 @@ def allreduce_s(message_bytes: float, chips: int, link_bytes_per_s: float,
     if algorithm not in ALLREDUCE_ALGORITHMS:
         raise ValueError(f"algorithm: {algorithm!r} is not one of "
                          f"{', '.join(ALLREDUCE_ALGORITHMS)}")
-    message = _non_negative("message_bytes", message_bytes)
-    p = _check_tp(chips)
-    link = _positive("link_bytes_per_s", link_bytes_per_s)
-    latency = _non_negative("latency_s", latency_s)
+    message = checks.non_negative("message_bytes", message_bytes)
+    p = checks.whole("chips", chips)
+    link = checks.positive("link_bytes_per_s", link_bytes_per_s)
+    latency = checks.non_negative("latency_s", latency_s)
     if p == 1:
         return 0.0
     times = {
@@ -148,18 +142,18 @@ def tensor_parallel_step(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    tp = _check_tp(tp)
-    weights = _positive("weight_bytes", weight_bytes)
-    bandwidth = _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    batch = _check_batch(batch)
-    kv = _non_negative("kv_bytes_per_token", kv_bytes_per_token) * _non_negative(
+    tp = checks.whole("tp", tp)
+    weights = checks.positive("weight_bytes", weight_bytes)
+    bandwidth = checks.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    batch = checks.whole("batch", batch)
+    kv = checks.non_negative("kv_bytes_per_token", kv_bytes_per_token) * checks.non_negative(
         "context_tokens", context_tokens
     ) * batch
     for name, value in (("layers", layers), ("hidden_size", hidden_size),
                         ("allreduces_per_layer", allreduces_per_layer)):
         if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 0:
             raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= 0")
-    message = batch * hidden_size * _positive("activation_bytes", activation_bytes)
+    message = batch * hidden_size * checks.positive("activation_bytes", activation_bytes)
     count = int(layers) * int(allreduces_per_layer)
     one = ring_allreduce_s(message, tp, link_bytes_per_s, hop_latency_s)
     return TensorParallelStep(tp, (weights + kv) / (tp * bandwidth), count * one, count)
@@ -253,7 +247,7 @@ def chip_spread(model, chip, precision: str = "int8", *, chips: int | None = Non
     spec = specs.model(model) if isinstance(model, str) else model
     hw = specs.chip(chip) if isinstance(chip, str) else chip
     need = fewest_chips(spec, hw, precision, reserve_fraction=reserve_fraction)
-    count = need if chips is None else _check_tp(chips)
+    count = need if chips is None else checks.whole("chips", chips)
     if count < need:
         raise Infeasible("capacity", (
             f"chips: {count} x {hw.name} cannot hold {spec.name} at {precision} "

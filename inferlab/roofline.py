@@ -22,20 +22,16 @@ floor functions.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import NullLocator
 
-from inferlab import specs
+from inferlab import checks, specs
 from inferlab.capacity import (
     BYTES_PER_PARAM,
     KIB,
-    _check_batch,
-    _non_negative,
-    _positive,
     bytes_per_param,
     default_kv_precision,
     kv_bytes_per_token,
@@ -63,9 +59,10 @@ def floor_s(bytes_read: float, bandwidth_bytes_per_s: float) -> float:
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    return _non_negative("bytes_read", bytes_read) / _positive(
+    time = checks.non_negative("bytes_read", bytes_read) / checks.positive(
         "bandwidth_bytes_per_s", bandwidth_bytes_per_s
     )
+    return checks.finite_result(time, "bytes_read", "bandwidth_bytes_per_s")
 
 
 def ceiling_tok_s(step_s: float) -> float:
@@ -75,7 +72,7 @@ def ceiling_tok_s(step_s: float) -> float:
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    return 1.0 / _positive("step_s", step_s)
+    return checks.finite_result(1.0 / checks.positive("step_s", step_s), "step_s")
 
 
 @dataclass(frozen=True)
@@ -148,11 +145,11 @@ def decode_floor(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    weights = _positive("weight_bytes", weight_bytes)
-    bandwidth = _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    per_token = _non_negative("kv_bytes_per_token", kv_bytes_per_token)
-    context = _non_negative("context_tokens", context_tokens)
-    batch = _check_batch(batch)
+    weights = checks.positive("weight_bytes", weight_bytes)
+    bandwidth = checks.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    per_token = checks.non_negative("kv_bytes_per_token", kv_bytes_per_token)
+    context = checks.non_negative("context_tokens", context_tokens)
+    batch = checks.whole("batch", batch)
     return DecodeFloor(weights, per_token * context * batch, bandwidth, batch)
 
 
@@ -176,9 +173,8 @@ def params_read(model: specs.ModelSpec, tokens) -> float | np.ndarray:
 
     Used in chapters 'The memory-bandwidth floor' and 'Batching'.
     """
-    t = np.asarray(tokens, dtype=float)
-    if t.size == 0 or not np.all(np.isfinite(t)) or np.any(t < 1):
-        raise ValueError(f"tokens: {tokens!r} is not allowed; give numbers of tokens >= 1")
+    model = specs.as_model(model)
+    t = checks.reals("tokens", tokens, low=1.0)
     if model.experts <= 1:
         result = np.full(t.shape, model.params_total)
     else:
@@ -210,6 +206,7 @@ def model_decode_floor(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
+    model = specs.as_model(model)
     if context_tokens:
         check_context(model, math.ceil(context_tokens))
     params = model.params_active if use_active_params else model.params_total
@@ -237,9 +234,10 @@ def ridge_point_flop_per_byte(peak_flop_per_s: float, bandwidth_bytes_per_s: flo
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    return _positive("peak_flop_per_s", peak_flop_per_s) / _positive(
+    ridge = checks.positive("peak_flop_per_s", peak_flop_per_s) / checks.positive(
         "bandwidth_bytes_per_s", bandwidth_bytes_per_s
     )
+    return checks.finite_result(ridge, "peak_flop_per_s", "bandwidth_bytes_per_s")
 
 
 def attainable_flop_per_s(intensity_flop_per_byte, peak_flop_per_s: float,
@@ -251,14 +249,9 @@ def attainable_flop_per_s(intensity_flop_per_byte, peak_flop_per_s: float,
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    peak = _positive("peak_flop_per_s", peak_flop_per_s)
-    bandwidth = _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
-    intensity = np.asarray(intensity_flop_per_byte, dtype=float)
-    if not np.all(np.isfinite(intensity)) or np.any(intensity < 0):
-        raise ValueError(
-            f"intensity_flop_per_byte: {intensity_flop_per_byte!r} is not allowed; "
-            "give finite numbers >= 0"
-        )
+    peak = checks.positive("peak_flop_per_s", peak_flop_per_s)
+    bandwidth = checks.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    intensity = checks.reals("intensity_flop_per_byte", intensity_flop_per_byte, low=0.0)
     result = np.minimum(peak, intensity * bandwidth)
     return float(result) if result.ndim == 0 else result
 
@@ -272,11 +265,13 @@ def roofline_time_s(flop: float, bytes_moved: float, peak_flop_per_s: float,
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    return max(
-        _non_negative("flop", flop) / _positive("peak_flop_per_s", peak_flop_per_s),
-        _non_negative("bytes_moved", bytes_moved)
-        / _positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s),
+    time = max(
+        checks.non_negative("flop", flop) / checks.positive("peak_flop_per_s", peak_flop_per_s),
+        checks.non_negative("bytes_moved", bytes_moved)
+        / checks.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s),
     )
+    return checks.finite_result(time, "flop", "bytes_moved", "peak_flop_per_s",
+                                "bandwidth_bytes_per_s")
 
 
 @dataclass(frozen=True)
@@ -311,10 +306,10 @@ def decode_workload(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    params = _positive("params_active", params_active)
-    batch = _check_batch(batch)
+    params = checks.positive("params_active", params_active)
+    batch = checks.whole("batch", batch)
     weights = weight_bytes(params, precision)
-    kv = _non_negative("kv_bytes_per_token", kv_bytes_per_token) * _non_negative(
+    kv = checks.non_negative("kv_bytes_per_token", kv_bytes_per_token) * checks.non_negative(
         "context_tokens", context_tokens
     ) * batch
     return Workload(2.0 * params * batch, weights + kv)
@@ -335,10 +330,10 @@ def prefill_workload(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    params = _positive("params_active", params_active)
-    prompt = _positive("prompt_tokens", prompt_tokens)
+    params = checks.positive("params_active", params_active)
+    prompt = checks.positive("prompt_tokens", prompt_tokens)
     weights = weight_bytes(params, precision)
-    kv = _non_negative("kv_bytes_per_token", kv_bytes_per_token) * prompt
+    kv = checks.non_negative("kv_bytes_per_token", kv_bytes_per_token) * prompt
     return Workload(2.0 * params * prompt, weights + kv)
 
 
@@ -370,6 +365,7 @@ def peak_flop_per_s(chip: specs.Chip, precision: str) -> float:
             f"precision: {precision!r} has no peak rate in data/hardware.csv; "
             f"allowed: {', '.join(PEAK_COLUMN)}"
         )
+    chip = specs.as_chip(chip)
     peak = getattr(chip, PEAK_COLUMN[key])
     if not math.isfinite(peak):
         raise ValueError(
@@ -397,6 +393,7 @@ def sustained_flop_per_s(chip: specs.Chip, precision: str) -> float:
 
     Used in chapter 'Batching' (the serving model's compute rate).
     """
+    chip = specs.as_chip(chip)
     peak = peak_flop_per_s(chip, precision)
     if not chip.full_power_part:
         return peak
@@ -461,8 +458,8 @@ def throughput_at_max_batch(
     """
     from inferlab.capacity import max_batch
 
-    if not isinstance(chips, numbers.Integral) or isinstance(chips, bool) or chips < 1:
-        raise ValueError(f"chips: {chips!r} is not allowed; give a whole number >= 1")
+    chips = checks.whole("chips", chips)
+    chip, model = specs.as_chip(chip), specs.as_model(model)
     check_context(model, context_tokens)
     weights = weight_bytes(model.params_total, precision)
     per_token = kv_bytes_per_token(model, precision)
@@ -526,15 +523,15 @@ def floor_explorer_compute(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    params = _positive("params_b", params_b) * 1e9
+    params = checks.positive("params_b", params_b) * 1e9
     if chip == CUSTOM_CHIP:
-        bandwidth = _positive("bandwidth_tb_s", bandwidth_tb_s) * TB
+        bandwidth = checks.positive("bandwidth_tb_s", bandwidth_tb_s) * TB
         capacity = math.nan
     else:
         spec = specs.chip(chip)
         bandwidth = spec.memory_bandwidth_bytes_per_s
         capacity = spec.memory_capacity_bytes
-    per_token = _non_negative("kv_kib_per_token", kv_kib_per_token) * KIB
+    per_token = checks.non_negative("kv_kib_per_token", kv_kib_per_token) * KIB
     floor = decode_floor(
         weight_bytes(params, precision),
         bandwidth,

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
+from inferlab import checks
 from inferlab.data import load_table
 
 GB = 1e9
@@ -158,6 +159,33 @@ def model(name: str) -> ModelSpec:
         attention=row["attention"],
         source=row["source"],
     )
+
+
+def as_model(value, name: str = "model") -> ModelSpec:
+    """``value`` if it is a :class:`ModelSpec`, else the row of ``data/models.csv`` it names.
+
+    Every function that takes a model takes its name too. Raises ``ValueError`` naming
+    ``name`` and the known models for an unknown name, ``TypeError`` for anything else.
+    """
+    return _spec(value, name, ModelSpec, model)
+
+
+def as_chip(value, name: str = "chip") -> Chip:
+    """``value`` if it is a :class:`Chip`, else the row of ``data/hardware.csv`` it names.
+
+    Every function that takes a chip takes its name too; errors as :func:`as_model`.
+    """
+    return _spec(value, name, Chip, chip)
+
+
+def _spec(value, name: str, kind: type, by_name):
+    if isinstance(value, kind):
+        return value
+    checks.instance(name, value, (str, kind))
+    try:
+        return by_name(value)
+    except ValueError as error:
+        raise ValueError(f"{name}: {str(error).removeprefix('name: ')}") from None
 
 
 def models() -> list[str]:
