@@ -24,10 +24,11 @@ Used in chapter 'Batching' and by the scenarios chapter.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
+
+from inferlab import checks
 
 ARRIVAL_KINDS = ("poisson", "all_at_once", "closed")
 
@@ -51,39 +52,25 @@ class Lengths:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        mean, cv = self.mean_tokens, self.cv
-        if (not isinstance(mean, numbers.Real) or isinstance(mean, bool)
-                or not math.isfinite(mean) or mean < 1):
-            raise ValueError(f"mean_tokens: {mean!r} is not allowed; give a number >= 1")
-        if (not isinstance(cv, numbers.Real) or isinstance(cv, bool)
-                or not math.isfinite(cv) or cv < 0):
-            raise ValueError(f"cv: {cv!r} is not allowed; give a finite number >= 0")
-        low = self.min_tokens
-        if not isinstance(low, numbers.Integral) or isinstance(low, bool) or low < 1:
-            raise ValueError(f"min_tokens: {low!r} is not allowed; give a whole number >= 1")
-        high = self.max_tokens
-        if high is not None and (not isinstance(high, numbers.Integral) or isinstance(high, bool)
-                                 or high < low):
-            raise ValueError(f"max_tokens: {high!r} is not allowed; give None or a whole "
-                             f"number >= min_tokens ({low})")
+        checks.real("mean_tokens", self.mean_tokens, low=1.0, high=checks.MAX_COUNT)
+        checks.non_negative("cv", self.cv)
+        low = checks.whole("min_tokens", self.min_tokens)
+        if self.max_tokens is not None:
+            checks.whole("max_tokens", self.max_tokens, minimum=low)
 
     def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
         """``n`` lengths as an ``int64`` array, drawn from ``rng``."""
-        n = _count("n", n)
+        n = checks.whole("n", n, maximum=checks.MAX_ITEMS)
+        checks.instance("rng", rng, np.random.Generator)
         if self.cv == 0:
             values = np.full(n, float(self.mean_tokens))
         else:
             sigma2 = math.log1p(self.cv**2)
             mu = math.log(self.mean_tokens) - sigma2 / 2
             values = rng.lognormal(mu, math.sqrt(sigma2), size=n)
-        high = np.inf if self.max_tokens is None else self.max_tokens
+        # Clipped to MAX_COUNT before the cast: a far tail of a wide log-normal wraps round.
+        high = checks.MAX_COUNT if self.max_tokens is None else self.max_tokens
         return np.clip(np.rint(values), self.min_tokens, high).astype(np.int64)
-
-
-def _count(name: str, value) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= 1")
-    return int(value)
 
 
 @dataclass(frozen=True, eq=False)
@@ -104,18 +91,16 @@ class Requests:
     concurrency: int | None = None
 
     def __post_init__(self) -> None:
+        # Stored as checked int64 arrays: NaN cast to int64 is -2**63 with no error.
+        for name in ("prompt_tokens", "output_tokens"):
+            object.__setattr__(self, name, checks.wholes(name, getattr(self, name)))
         n = len(self.prompt_tokens)
-        if n == 0:
-            raise ValueError("prompt_tokens: give at least one request")
         if len(self.output_tokens) != n or len(self.arrival_s) != n:
             raise ValueError(
-                f"output_tokens: arrays must have equal lengths; got {len(self.arrival_s)} "
-                f"arrivals, {n} prompts, {len(self.output_tokens)} outputs"
+                f"arrival_s, output_tokens: arrays must have equal lengths; got "
+                f"{len(self.arrival_s)} arrivals, {n} prompts, {len(self.output_tokens)} outputs"
             )
-        if np.any(np.asarray(self.prompt_tokens) < 1) or np.any(np.asarray(self.output_tokens) < 1):
-            raise ValueError("prompt_tokens: every prompt and output must be >= 1 token")
-        if self.kind not in ARRIVAL_KINDS:
-            raise ValueError(f"kind: {self.kind!r} is not one of {', '.join(ARRIVAL_KINDS)}")
+        checks.option("kind", self.kind, ARRIVAL_KINDS)
         if self.kind != "closed":
             arrivals = np.asarray(self.arrival_s, dtype=float)
             if not np.all(np.isfinite(arrivals)) or np.any(arrivals < 0):
@@ -137,15 +122,13 @@ class Requests:
         """
         if self.kind != "poisson":
             raise ValueError(f"kind: arrivals are {self.kind!r}; only Poisson arrivals rescale")
-        if (not isinstance(rate_per_s, numbers.Real) or isinstance(rate_per_s, bool)
-                or not math.isfinite(rate_per_s) or rate_per_s <= 0):
-            raise ValueError(f"rate_per_s: {rate_per_s!r} is not allowed; give a positive, "
-                             "finite rate in requests per second")
+        rate = checks.positive("rate_per_s", rate_per_s)
         arrivals = np.asarray(self.arrival_s, dtype=float)
         if arrivals[-1] <= 0:
             raise ValueError("arrival_s: Poisson arrivals must span a positive time")
         unit = arrivals * (len(arrivals) / arrivals[-1])  # one request per second
-        return Requests(unit / rate_per_s, self.prompt_tokens, self.output_tokens, "poisson")
+        rescaled = checks.finite_result(unit / rate, "rate_per_s")
+        return Requests(rescaled, self.prompt_tokens, self.output_tokens, "poisson")
 
     @property
     def offered_tokens(self) -> int:
@@ -175,24 +158,24 @@ def make_requests(
 
     Used in chapter 'Batching'.
     """
-    n = _count("n", n)
-    if arrival not in ARRIVAL_KINDS:
-        raise ValueError(f"arrival: {arrival!r} is not one of {', '.join(ARRIVAL_KINDS)}")
-    rng = np.random.default_rng(seed)
+    n = checks.whole("n", n, maximum=checks.MAX_ITEMS)
+    checks.option("arrival", arrival, ARRIVAL_KINDS)
+    checks.instance("prompt", prompt, Lengths)
+    checks.instance("output", output, Lengths)
+    rng = np.random.default_rng(checks.seed("seed", seed))
     prompts = prompt.sample(n, rng)
     outputs = output.sample(n, rng)
     users = None
     if arrival == "poisson":
-        if (rate_per_s is None or not isinstance(rate_per_s, numbers.Real)
-                or isinstance(rate_per_s, bool) or not math.isfinite(rate_per_s)
-                or rate_per_s <= 0):
-            raise ValueError(f"rate_per_s: {rate_per_s!r} is not allowed; Poisson arrivals "
-                             "need a positive, finite rate in requests per second")
-        arrivals = np.cumsum(rng.exponential(1.0 / rate_per_s, size=n))
+        if rate_per_s is None:
+            raise ValueError("rate_per_s: None is not allowed; Poisson arrivals need a "
+                             "positive, finite rate in requests per second")
+        gap = checks.finite_result(1.0 / checks.positive("rate_per_s", rate_per_s), "rate_per_s")
+        arrivals = np.cumsum(rng.exponential(gap, size=n))
     elif arrival == "all_at_once":
         arrivals = np.zeros(n)
     else:
-        users = _count("concurrency", concurrency)
+        users = checks.whole("concurrency", concurrency)
         arrivals = np.full(n, np.nan)
         arrivals[: min(users, n)] = 0.0
     return Requests(arrivals, prompts, outputs, arrival, users)
