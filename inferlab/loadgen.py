@@ -69,6 +69,7 @@ from typing import NamedTuple
 import matplotlib.pyplot as plt
 import numpy as np
 
+from inferlab import checks
 from inferlab.bisection import highest_passing, least_integer
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
@@ -428,15 +429,12 @@ class QueryLog:
     def __post_init__(self) -> None:
         arrays = {name: np.asarray(getattr(self, name), dtype=float)
                   for name in ("issued_s", "first_token_s", "finish_s")}
-        tokens = np.asarray(self.output_tokens)
+        # Checked before the int64 cast below, which turns NaN into -2**63 silently.
+        tokens = checks.wholes("output_tokens", self.output_tokens)
         n = tokens.size
-        if n == 0:
-            raise ValueError("output_tokens: a run needs at least one query")
         for name, array in arrays.items():
             if array.shape != (n,) or not np.all(np.isfinite(array)):
                 raise ValueError(f"{name}: give {n} finite times, one per query")
-        if np.any(tokens < 1):
-            raise ValueError("output_tokens: every query produces at least one token")
         if np.any(arrays["issued_s"] < 0):
             raise ValueError("issued_s: times are seconds from the start of the test, >= 0")
         if (np.any(arrays["first_token_s"] < arrays["issued_s"])
@@ -444,7 +442,7 @@ class QueryLog:
             raise ValueError("finish_s: times must run issued <= first token <= finish")
         for name, array in arrays.items():
             object.__setattr__(self, name, array)
-        object.__setattr__(self, "output_tokens", tokens.astype(np.int64))
+        object.__setattr__(self, "output_tokens", tokens)
 
     def __len__(self) -> int:
         return int(self.output_tokens.size)
