@@ -43,11 +43,13 @@ import math
 import os
 import threading
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 
 import httpx
 import numpy as np
 
+from inferlab.progress import progress
 from inferlab.tokenizers import get_tokenizer
 
 # Common English words to build prompts from (gibberish in any order, but
@@ -322,13 +324,13 @@ def _bodies(spec: LoadSpec, model: str) -> list[tuple[dict, tuple[int, int]]]:
     return bodies
 
 
-async def _run(base_url: str, model: str, spec: LoadSpec, api_key: str | None) -> Trace:
+async def _run(base_url: str, model: str, spec: LoadSpec, api_key: str | None,
+               traces: list[RequestTrace]) -> Trace:
     url = base_url.rstrip("/") + ("/chat/completions" if spec.chat else "/completions")
     bodies = _bodies(spec, model)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
     timeout = httpx.Timeout(spec.timeout_s)
-    traces: list[RequestTrace] = []
     async with httpx.AsyncClient(headers=headers, limits=limits, timeout=timeout) as client:
         t0 = time.perf_counter()
         if spec.mode == "closed":
@@ -382,16 +384,25 @@ def run_load(base_url: str, model: str, spec: LoadSpec | None = None, *,
     spec = spec or LoadSpec()
     api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
     result: dict = {}
+    finished: list[RequestTrace] = []  # grown by the run's thread, counted by this one
 
     def target() -> None:
         try:
-            result["trace"] = asyncio.run(_run(base_url, model, spec, api_key))
+            result["trace"] = asyncio.run(_run(base_url, model, spec, api_key, finished))
         except BaseException as error:  # handed to the caller below
             result["error"] = error
 
     thread = threading.Thread(target=target, name="inferlab-loadclient", daemon=True)
     thread.start()
-    thread.join(spec.duration_s + spec.timeout_s + 30.0)
+    deadline = time.monotonic() + spec.duration_s + spec.timeout_s + 30.0
+    # The bar is drawn from this thread, which owns the notebook output, not from the run's loop.
+    with closing(progress(range(spec.requests), label="Requests answered")) as ticks:
+        shown = 0
+        while thread.is_alive() and time.monotonic() < deadline:
+            thread.join(min(0.25, max(0.0, deadline - time.monotonic())))
+            for _ in range(len(finished) - shown):
+                next(ticks, None)
+            shown = len(finished)
     if thread.is_alive():
         raise TimeoutError(f"the run did not end within duration_s + timeout_s + 30 s "
                            f"({spec.duration_s + spec.timeout_s + 30.0:.0f} s)")

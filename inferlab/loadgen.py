@@ -61,6 +61,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from functools import cache
 from types import MappingProxyType
@@ -73,6 +74,7 @@ from inferlab import checks
 from inferlab.bisection import highest_passing, least_integer
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
+from inferlab.progress import progress
 from inferlab.roofline import _freeze_layout
 from inferlab.simulator import (
     EXPLORER_EFFICIENCY,
@@ -1107,8 +1109,10 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     high = (1.2 * offline_rate_per_s(system, workload, rules) if upper_rate_per_s is None
             else _check_rate(upper_rate_per_s))
     trials = []
+    ticks = progress(range(iterations), label=f"{scenario} rate search, trials")
 
     def trial(rate: float) -> tuple[bool, Summary | None]:
+        next(ticks, None)
         summary = _bounded_trial(system, scenario, workload, model, rate, rules)
         if summary is None:
             trials.append(Trial(rate, False, math.nan, math.nan, cut_short=True))
@@ -1116,7 +1120,8 @@ def find_server_rate(system: System, scenario: str = "Server", *,
         trials.append(Trial(rate, summary.valid, summary.ttft_p99_s, summary.tpot_p99_s))
         return summary.valid, summary
 
-    rate, best = highest_passing(trial, 0.0, high, iterations=iterations)
+    with closing(ticks):
+        rate, best = highest_passing(trial, 0.0, high, iterations=iterations)
     return ServerSearch(scenario, rate, best, tuple(trials))
 
 

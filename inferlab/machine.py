@@ -174,7 +174,7 @@ def probe_bandwidth(
         )
     description, build = _BANDWIDTH_KERNELS[kernel]
     run, read_bytes = build(array_bytes // 4)
-    stats = spread(time_repeats(run, repeats))
+    stats = spread(time_repeats(run, repeats, label="Reading memory (bandwidth probe)"))
     threads, threads_source = blas_threads()
     if kernel == "sum":
         threads, threads_source = 1, "NumPy's reductions run on one thread"

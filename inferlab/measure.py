@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from inferlab.engine import Engine, decode_bytes, greedy, prefill_flop
+from inferlab.progress import progress
 
 
 def time_repeats(
@@ -33,19 +34,22 @@ def time_repeats(
     repeats: int,
     setup: Callable[[], object] | None = None,
     warmup: int = 1,
+    label: str | None = None,
 ) -> np.ndarray:
     """Wall-clock seconds of ``repeats`` calls of ``run``, after ``warmup`` untimed calls.
 
     ``setup`` runs before every call, outside the timed region (e.g. to rewind
     a KV cache). The warm-up pays the one-time costs a steady state does not
-    have: page faults on fresh arrays, waking BLAS threads.
+    have: page faults on fresh arrays, waking BLAS threads. With a ``label`` a
+    notebook shows a progress bar while the calls run (:func:`inferlab.progress.progress`).
     """
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"repeats: got {repeats!r}; must be a whole number >= 1")
     if not isinstance(warmup, int) or warmup < 0:
         raise ValueError(f"warmup: got {warmup!r}; must be a whole number >= 0")
     seconds = np.empty(repeats)
-    for index in range(warmup + repeats):
+    calls = range(warmup + repeats)
+    for index in (calls if label is None else progress(calls, label=label)):
         if setup is not None:
             setup()
         start = time.perf_counter()
@@ -100,7 +104,7 @@ def ttft_by_prompt_length(
     _check_rate("flop_per_s", flop_per_s)
     rng = np.random.default_rng(seed)
     rows = []
-    for tokens in prompt_tokens:
+    for tokens in progress(prompt_tokens, label="Timing prefill at each prompt length"):
         prompts = rng.integers(0, engine.config.vocab_size, size=(batch, int(tokens)))
 
         def first_token(prompts=prompts) -> np.ndarray:
@@ -148,28 +152,27 @@ def decode_step_times(
     _check_rate("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     rng = np.random.default_rng(seed)
     rows = []
-    for batch in batch_sizes:
-        for context in context_tokens:
-            batch, context = int(batch), int(context)
-            cache = engine.new_cache(batch, context + 1)
-            cache.fill_random(context, rng)
-            tokens = rng.integers(0, engine.config.vocab_size, size=batch)
-            stats = spread(time_repeats(
-                lambda tokens=tokens, cache=cache: engine.decode_step(tokens, cache),
-                repeats,
-                setup=lambda cache=cache, context=context: cache.truncate(context),
-            ))
-            bytes_read = decode_bytes(engine.config, batch, context)
-            floor_s = bytes_read / bandwidth_bytes_per_s
-            rows.append({
-                "batch": batch,
-                "context_tokens": context,
-                "repeats": repeats,
-                **stats,
-                "bytes_read": bytes_read,
-                "floor_s": floor_s,
-                "floor_fraction": floor_s / stats["median_s"],
-                "tokens_per_s": batch / stats["median_s"],
-                "achieved_bytes_per_s": bytes_read / stats["median_s"],
-            })
+    cells = [(int(batch), int(context)) for batch in batch_sizes for context in context_tokens]
+    for batch, context in progress(cells, label="Timing decode steps"):
+        cache = engine.new_cache(batch, context + 1)
+        cache.fill_random(context, rng)
+        tokens = rng.integers(0, engine.config.vocab_size, size=batch)
+        stats = spread(time_repeats(
+            lambda tokens=tokens, cache=cache: engine.decode_step(tokens, cache),
+            repeats,
+            setup=lambda cache=cache, context=context: cache.truncate(context),
+        ))
+        bytes_read = decode_bytes(engine.config, batch, context)
+        floor_s = bytes_read / bandwidth_bytes_per_s
+        rows.append({
+            "batch": batch,
+            "context_tokens": context,
+            "repeats": repeats,
+            **stats,
+            "bytes_read": bytes_read,
+            "floor_s": floor_s,
+            "floor_fraction": floor_s / stats["median_s"],
+            "tokens_per_s": batch / stats["median_s"],
+            "achieved_bytes_per_s": bytes_read / stats["median_s"],
+        })
     return pd.DataFrame(rows)

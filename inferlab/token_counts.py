@@ -34,6 +34,7 @@ import pandas as pd
 
 from inferlab.data import DATA_DIR
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
+from inferlab.progress import progress
 from inferlab.tokenizers import available_tokenizers, get_tokenizer
 from inferlab.widgets import Explorer, register
 
@@ -183,7 +184,8 @@ def count_tokens(texts: pd.DataFrame | None = None,
     }
     tokens = {
         (row.file, name): get_tokenizer(name).count(row.text)
-        for name in names for row in frame.itertuples()
+        for name in progress(names, label="Counting tokens, one tokenizer at a time")
+        for row in frame.itertuples()
     }
     records = []
     for name in names:

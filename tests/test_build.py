@@ -37,6 +37,17 @@ def test_build_executes_every_notebook_and_serves_none_from_cache(built_book):
     assert built_book.log.count("Executed notebook in") == len(notebooks), notebooks
 
 
+def test_long_cells_leave_no_progress_bar_on_the_site(built_book):
+    # inferlab.progress draws a bar while a cell runs in a kernel, the build's included,
+    # and must leave an empty output behind it. (A code listing escapes "<", so only a
+    # rendered bar would match.)
+    assert built_book.returncode == 0, built_book.log[-3000:]
+    pages = sorted(built_book.html.rglob("*.html"))
+    assert pages
+    for page in pages:
+        assert "<progress" not in page.read_text(encoding="utf-8"), page.name
+
+
 def _one_page_book(tmp_path, body: str):
     source = write_one_page_book(tmp_path / "src", MYST_HEADER + textwrap.dedent(body))
     return build_book(source, tmp_path / "out")

@@ -23,10 +23,12 @@ def kernel(monkeypatch):
     shown = []
 
     def display(obj, display_id=False):
+        assert display_id, "the bar must be a display that can be updated in place"
         shown.append(("display", obj))
         return Handle(shown)
 
     monkeypatch.setattr(p, "_in_kernel", lambda: True)
+    monkeypatch.setattr(p, "UPDATE_EVERY_S", 0.0)  # draw every step, to see each one
     monkeypatch.setattr(IPython.display, "display", display)
     return shown
 
@@ -38,13 +40,14 @@ def test_outside_a_kernel_items_pass_through_and_nothing_is_shown(capsys):
 
 def test_in_a_kernel_the_bar_fills_and_is_replaced_by_an_empty_output(kernel):
     seen = []
-    for item in p.progress("abc", label="letters"):
-        box = kernel[0][1]
-        seen.append((item, box.children[0].value))
-    assert seen == [("a", 0), ("b", 1), ("c", 2)]  # the bar counts the items finished
-    assert box.children[1].value == "letters: 3 of 3"
-    assert kernel[-1] == ("update", {}, True)
-    assert all(widget.comm is None for widget in (box, *box.children))  # closed
+    for item in p.progress("abc", label="letters <&>"):
+        seen.append((item, len(kernel)))
+    assert seen == [("a", 1), ("b", 2), ("c", 3)]  # one redraw after each item
+    bars = [kernel[0][1].data] + [entry[1].data for entry in kernel[1:-1]]
+    assert [bar.count('value="') for bar in bars] == [1, 1, 1, 1]
+    assert ['value="0"' in bars[0], 'value="3" max="3"' in bars[-1]] == [True, True]
+    assert "letters &lt;&amp;&gt;: 3 of 3" in bars[-1]  # the label is escaped
+    assert kernel[-1] == ("update", {}, True)  # an empty output where the bar was
 
 
 @pytest.mark.parametrize("stop", ["break", "raise"])
