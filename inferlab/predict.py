@@ -37,14 +37,13 @@ import argparse
 import csv
 import json
 import math
-import numbers
 import sys
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 
 import numpy as np
 
-from inferlab import specs
+from inferlab import checks, specs
 from inferlab.calibration import Stack, stack_for
 from inferlab.feasibility import Infeasible, layout
 from inferlab.loadgen import (
@@ -146,10 +145,14 @@ def accepted_chips() -> list[str]:
     return names
 
 
-def _whole(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
-    return int(value)
+#: The most chips a prediction takes: 65,536, past the largest MLPerf Inference systems
+#: (hundreds of chips); a prediction simulates each replica's schedule, so more would
+#: run for minutes.
+MAX_CHIPS = 2**16
+
+
+def _chips(value) -> int:
+    return checks.whole("chips", value, maximum=MAX_CHIPS)
 
 
 def tp_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelSpec,
@@ -161,7 +164,7 @@ def tp_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelSpec,
 
     Used in chapter 'Choosing hardware'.
     """
-    chips = _whole("chips", chips)
+    chips = _chips(chips)
     widths, last = [], None
     tp = 1
     while tp <= chips:
@@ -197,7 +200,7 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
         raise ValueError(f"model: {model!r} has no MLPerf workload here; give one of "
                          f"{', '.join(BENCHMARKS)}")
     hw = specs.chip(chip)
-    chips = _whole("chips", chips)
+    chips = _chips(chips)
     stack = stack_for(hw.name, precision) if stack is None else stack
     if not isinstance(stack, Stack):
         raise TypeError(f"stack: {stack!r} is not a Stack")
@@ -205,7 +208,7 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     rules = mlperf_rules(benchmark) if rules is None else rules
     workload = Workload() if workload is None else workload
     widths = tp_options(hw, chips, model, precision) if tps is None else [
-        _whole("tps", tp) for tp in tps]
+        checks.whole("tps", tp) for tp in tps]
     best = None
     for tp in widths:
         rep = replica(model, hw, tp, precision, **stack.replica_parameters())

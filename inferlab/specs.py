@@ -161,29 +161,29 @@ def model(name: str) -> ModelSpec:
     )
 
 
-def as_model(value, name: str = "model") -> ModelSpec:
-    """``value`` if it is a :class:`ModelSpec`, else the row of ``data/models.csv`` it names.
+def as_model(model, name: str = "model") -> ModelSpec:
+    """``model`` if it is a :class:`ModelSpec`, else the row of ``data/models.csv`` it names.
 
     Every function that takes a model takes its name too. Raises ``ValueError`` naming
     ``name`` and the known models for an unknown name, ``TypeError`` for anything else.
     """
-    return _spec(value, name, ModelSpec, model)
+    return _spec(model, name, ModelSpec)
 
 
-def as_chip(value, name: str = "chip") -> Chip:
-    """``value`` if it is a :class:`Chip`, else the row of ``data/hardware.csv`` it names.
+def as_chip(chip, name: str = "chip") -> Chip:
+    """``chip`` if it is a :class:`Chip`, else the row of ``data/hardware.csv`` it names.
 
     Every function that takes a chip takes its name too; errors as :func:`as_model`.
     """
-    return _spec(value, name, Chip, chip)
+    return _spec(chip, name, Chip)
 
 
-def _spec(value, name: str, kind: type, by_name):
+def _spec(value, name: str, kind: type):
     if isinstance(value, kind):
         return value
     checks.instance(name, value, (str, kind))
     try:
-        return by_name(value)
+        return _BY_NAME[kind](value)
     except ValueError as error:
         raise ValueError(f"{name}: {str(error).removeprefix('name: ')}") from None
 
@@ -191,3 +191,7 @@ def _spec(value, name: str, kind: type, by_name):
 def models() -> list[str]:
     """Names of every row in ``data/models.csv``, in file order."""
     return list(_models()["name"])
+
+
+# The lookups by name, for _spec: as_chip's argument is called chip, like the function.
+_BY_NAME = {ModelSpec: model, Chip: chip}
