@@ -83,6 +83,16 @@ def _check_sizes(argument: str, values: Sequence[int], minimum: int) -> None:
         raise ValueError(f"{argument}: got {list(values)!r}; must be whole numbers >= {minimum}")
 
 
+def _timed_row(what: dict, repeats: int, stats: dict, work_name: str, work: float,
+               rate: float, achieved_name: str) -> dict:
+    """One row of a timing table: what was timed, its spread, the floor that ``work`` at
+    ``rate`` sets, the share of the time that floor is, and the rate achieved."""
+    floor_s = work / rate
+    return {**what, "repeats": repeats, **stats, work_name: work, "floor_s": floor_s,
+            "floor_fraction": floor_s / stats["median_s"],
+            achieved_name: work / stats["median_s"]}
+
+
 def ttft_by_prompt_length(
     engine: Engine,
     prompt_tokens: Sequence[int],
@@ -113,17 +123,8 @@ def ttft_by_prompt_length(
 
         stats = spread(time_repeats(first_token, repeats))
         flop = prefill_flop(engine.config, int(tokens), batch)
-        floor_s = flop / flop_per_s
-        rows.append({
-            "prompt_tokens": int(tokens),
-            "batch": batch,
-            "repeats": repeats,
-            **stats,
-            "flop": flop,
-            "floor_s": floor_s,
-            "floor_fraction": floor_s / stats["median_s"],
-            "achieved_flop_per_s": flop / stats["median_s"],
-        })
+        rows.append(_timed_row({"prompt_tokens": int(tokens), "batch": batch}, repeats, stats,
+                               "flop", flop, flop_per_s, "achieved_flop_per_s"))
     return pd.DataFrame(rows)
 
 
@@ -163,16 +164,9 @@ def decode_step_times(
             setup=lambda cache=cache, context=context: cache.truncate(context),
         ))
         bytes_read = decode_bytes(engine.config, batch, context)
-        floor_s = bytes_read / bandwidth_bytes_per_s
-        rows.append({
-            "batch": batch,
-            "context_tokens": context,
-            "repeats": repeats,
-            **stats,
-            "bytes_read": bytes_read,
-            "floor_s": floor_s,
-            "floor_fraction": floor_s / stats["median_s"],
-            "tokens_per_s": batch / stats["median_s"],
-            "achieved_bytes_per_s": bytes_read / stats["median_s"],
-        })
+        row = _timed_row({"batch": batch, "context_tokens": context}, repeats, stats,
+                         "bytes_read", bytes_read, bandwidth_bytes_per_s, "achieved_bytes_per_s")
+        achieved = row.pop("achieved_bytes_per_s")  # after tokens_per_s, as documented
+        rows.append({**row, "tokens_per_s": batch / stats["median_s"],
+                     "achieved_bytes_per_s": achieved})
     return pd.DataFrame(rows)
