@@ -841,9 +841,26 @@ class LabServer:
         protocol = functools.partial(_DeadlineProtocol,
                                      request_timeout_s=self.config.request_timeout_s)
         settings = {"log_level": "warning", "access_log": False, **options}
-        return uvicorn.Config(self.app, lifespan="off", timeout_graceful_shutdown=5, ws="none",
-                              http=protocol, limit_concurrency=self.config.max_connections,
-                              **settings)
+        # The bound on connections is this server's (_bounded), not uvicorn's
+        # limit_concurrency, whose 503 is plain text where every other error here is JSON.
+        return uvicorn.Config(self._bounded, lifespan="off", timeout_graceful_shutdown=5,
+                              ws="none", http=protocol, interface="asgi3", **settings)
+
+    async def _bounded(self, scope, receive, send) -> None:
+        """The app behind the bound on open connections: a request that arrives while more
+        than ``max_connections`` are open (its own included) gets an OpenAI-style 503 with
+        ``Retry-After``, and its connection is closed."""
+        server = self._uvicorn
+        if (scope["type"] == "http" and server is not None
+                and len(server.server_state.connections) > self.config.max_connections):
+            error = APIError(503, f"more than {self.config.max_connections} connections are "
+                             "open (max_connections); retry later", error_type="server_error",
+                             code="too_many_connections")
+            response = error.response()
+            response.headers["connection"] = "close"
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
 
     def start(self, timeout_s: float = 30.0) -> LabServer:
         """Start the scheduler and the HTTP server in background threads."""

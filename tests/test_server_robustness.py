@@ -368,8 +368,13 @@ def test_slow_and_partial_requests_are_closed_and_bounded(client):
         assert settles(lambda: s.app is not None and _connections(s) == 50, 5.0)
         partial += [raw_request(s.port, b"POST /v1/completions HTTP/1.1\r\nhost: x\r\n")
                     for _ in range(150)]
-        # Over the bound: a well-formed request is refused while they are held...
+        # Over the bound: a well-formed request is refused while they are held, with the
+        # same JSON error body and Retry-After as every other refusal...
         assert settles(lambda: client.get(s.base_url + "/models").status_code == 503, 5.0)
+        refused = client.get(s.base_url + "/models")
+        assert refused.json()["error"]["code"] == "too_many_connections"
+        assert "max_connections" in refused.json()["error"]["message"]
+        assert refused.headers["retry-after"] == "1"
         answers = [read_all(sock) for sock in partial]  # each ends when the server closes it
         assert all(a.startswith(b"HTTP/1.1 408") for a in answers)
         for sock in partial:
