@@ -8,10 +8,10 @@ requirement no longer allows, fails here rather than as a confusing pip error.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
