@@ -29,7 +29,7 @@ import time
 
 from inferlab.simulator import Scheduler, offline_throughput, simulate
 from inferlab.steptime import replica
-from inferlab.workload import Lengths, make_requests
+from inferlab.traffic import Lengths, make_requests
 
 LOAD = 0.9
 PROMPT = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)

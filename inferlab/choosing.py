@@ -61,8 +61,8 @@ from inferlab.simulator import (
     offline_throughput,
     simulate,
 )
+from inferlab.traffic import Lengths, make_requests
 from inferlab.widgets import Explorer, register
-from inferlab.workload import Lengths, make_requests
 
 CHAPTER = "07_choosing_hardware"
 
@@ -333,7 +333,7 @@ def padding_waste(prompt: Lengths | np.ndarray, buckets=(128, 256, 512, 1024, 20
                   n: int = 20_000, seed: int = 0) -> PaddingWaste:
     """Padding waste of a prompt-length distribution on compiled prompt ``buckets``.
 
-    ``prompt`` is a :class:`inferlab.workload.Lengths` (``n`` lengths are drawn with
+    ``prompt`` is a :class:`inferlab.traffic.Lengths` (``n`` lengths are drawn with
     ``seed``) or an array of lengths. Each prompt is padded up to the next bucket
     (:meth:`inferlab.scheduler.FixedShape.pad_prompt`); the waste is
     ``1 - sum(lengths) / sum(padded)``. A prompt above the largest bucket raises

@@ -84,8 +84,8 @@ from inferlab.simulator import (
     simulate,
 )
 from inferlab.steptime import Replica, replica
+from inferlab.traffic import Lengths, Requests
 from inferlab.widgets import Explorer, register
-from inferlab.workload import Lengths, Requests
 
 #: LoadGen's scenarios as this module names them ("Interactive" is Server with tighter bounds).
 SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")
@@ -750,7 +750,7 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
 
 
 # --------------------------------------------------------------------------------------
-# A modelled system, a workload, and the scenarios run against them
+# A modelled system, a query mix, and the scenarios run against them
 # --------------------------------------------------------------------------------------
 
 
@@ -779,8 +779,8 @@ class System:
 
 
 @dataclass(frozen=True)
-class Workload:
-    """Prompt and output lengths, and the seed that fixes every draw.
+class QueryMix:
+    """A query mix: prompt and output lengths, and the seed that fixes every draw.
 
     Answers are at least two tokens long: LoadGen's token latencies have no TPOT
     for a one-token answer and log it as an error.
@@ -881,9 +881,9 @@ def queries_to_issue(scheduled_s, rules: RunRules) -> int:
     return count
 
 
-def server_query_count(rate_per_s: float, workload: Workload, rules: RunRules) -> int:
+def server_query_count(rate_per_s: float, mix: QueryMix, rules: RunRules) -> int:
     """How many queries LoadGen schedules at ``rate_per_s``: :func:`queries_to_issue` over
-    the workload's Poisson schedule.
+    the query mix's Poisson schedule.
 
     Used in chapter 'Benchmark scenarios'.
     """
@@ -891,7 +891,7 @@ def server_query_count(rate_per_s: float, workload: Workload, rules: RunRules) -
     extra = rules.dataset_samples if rules.equal_issue else 0
     n = max(rules.pad(rules.min_queries), math.ceil(rate * rules.min_duration_s * 1.2) + 16)
     while True:
-        arrivals = workload.unit_arrivals(n + extra) / rate
+        arrivals = mix.unit_arrivals(n + extra) / rate
         try:
             return queries_to_issue(arrivals, rules)
         except ValueError:
@@ -920,7 +920,7 @@ def single_stream_min_queries(rules: RunRules, expected_latency_s: float) -> int
     return count + rules.dataset_samples - count % rules.dataset_samples
 
 
-def run_scenario(system: System, scenario: str, *, workload: Workload | None = None,
+def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
                  model: str = "llama2-70b", rate_per_s: float | None = None,
                  rules: RunRules | None = None, queries: int | None = None) -> Summary:
     """Run one LoadGen scenario against ``system`` and judge the run.
@@ -941,7 +941,7 @@ def run_scenario(system: System, scenario: str, *, workload: Workload | None = N
     _check_scenario(scenario)
     if not isinstance(system, System):
         raise ValueError(f"system: {system!r} is not a System")
-    workload = Workload() if workload is None else workload
+    mix = QueryMix() if mix is None else mix
     rules = mlperf_rules(model) if rules is None else rules
     if model not in BOUNDS:
         raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
@@ -952,22 +952,22 @@ def run_scenario(system: System, scenario: str, *, workload: Workload | None = N
         if rate_per_s is None:
             raise ValueError(f"rate_per_s: the {scenario} scenario needs a target rate")
         rate = _check_rate(rate_per_s)
-        n = queries or server_query_count(rate, workload, rules)
-        prompts, outputs = workload.lengths(n)
-        log = _serve(system, workload.unit_arrivals(n) / rate, prompts, outputs, "poisson")
+        n = queries or server_query_count(rate, mix, rules)
+        prompts, outputs = mix.lengths(n)
+        log = _serve(system, mix.unit_arrivals(n) / rate, prompts, outputs, "poisson")
     elif scenario == "Offline":
-        n = queries or _offline_count(system, workload, rules)
-        prompts, outputs = workload.lengths(n)
+        n = queries or _offline_count(system, mix, rules)
+        prompts, outputs = mix.lengths(n)
         log = _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
     else:
         n = queries or rules.min_queries
-        log = _single_stream(system, workload, n)
+        log = _single_stream(system, mix, n)
         if not queries:
             # The submitter's expected latency: the mean over a pilot of min_queries queries.
             floor = single_stream_min_queries(rules, float(np.mean(log.latency_s)))
             n = max(n, floor)
             while True:
-                log = _single_stream(system, workload, n)
+                log = _single_stream(system, mix, n)
                 last_issue = float(np.max(log.issued_s))
                 if last_issue >= rules.min_duration_s:
                     break
@@ -978,21 +978,21 @@ def run_scenario(system: System, scenario: str, *, workload: Workload | None = N
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
 
 
-def _single_stream(system: System, workload: Workload, n: int) -> QueryLog:
-    """The first ``n`` queries of the workload, one at a time on one replica."""
-    prompts, outputs = workload.lengths(n)
+def _single_stream(system: System, mix: QueryMix, n: int) -> QueryLog:
+    """The first ``n`` queries of the query mix, one at a time on one replica."""
+    prompts, outputs = mix.lengths(n)
     closed = Requests(np.full(n, np.nan), prompts, outputs, "closed", 1)
     closed.arrival_s[0] = 0.0
     return QueryLog.from_results([simulate(system.replica, closed, system.scheduler)])
 
 
-def _offline_count(system: System, workload: Workload, rules: RunRules) -> int:
+def _offline_count(system: System, mix: QueryMix, rules: RunRules) -> int:
     """Samples for an Offline run: the minimum, or more if they finish before the minimum
     duration (scaled up from the last try, with LoadGen's 10 % slack, until they last),
     padded to whole dataset passes under equal issue."""
     n = rules.pad(rules.offline_min_samples)
     while True:
-        prompts, outputs = workload.lengths(n)
+        prompts, outputs = mix.lengths(n)
         took = float(np.max(_serve(system, np.zeros(n), prompts, outputs,
                                    "all_at_once").finish_s))
         if took >= rules.min_duration_s:
@@ -1000,16 +1000,16 @@ def _offline_count(system: System, workload: Workload, rules: RunRules) -> int:
         n = rules.pad(max(n + 1, math.ceil(n / took * rules.min_duration_s * 1.1)))
 
 
-def offline_rate_per_s(system: System, workload: Workload | None = None,
+def offline_rate_per_s(system: System, mix: QueryMix | None = None,
                        rules: RunRules | None = None) -> float:
     """Queries per second the system completes with every sample queued at once.
 
     No Server rate above it can be sustained: the search's upper limit.
     """
-    workload = Workload() if workload is None else workload
+    mix = QueryMix() if mix is None else mix
     rules = mlperf_rules() if rules is None else rules
     n = rules.offline_min_samples
-    prompts, outputs = workload.lengths(n)
+    prompts, outputs = mix.lengths(n)
     log = _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
     return n / float(np.max(log.finish_s))
 
@@ -1052,7 +1052,7 @@ class ServerSearch:
         return self.best.result if self.best is not None else 0.0
 
 
-def _bounded_trial(system: System, scenario: str, workload: Workload, model: str,
+def _bounded_trial(system: System, scenario: str, mix: QueryMix, model: str,
                    rate: float, rules: RunRules) -> Summary | None:
     """A Server or Interactive run at ``rate``, as :func:`run_scenario` does it, abandoned
     (``None``) as soon as its verdict is certain to be invalid.
@@ -1061,7 +1061,7 @@ def _bounded_trial(system: System, scenario: str, workload: Workload, model: str
     once ``n - floor(0.99 n)`` queries are; near and past saturation the first
     replica or two usually show that many, and the rest need not be simulated.
     """
-    n = server_query_count(rate, workload, rules)
+    n = server_query_count(rate, mix, rules)
     limit = bounds(model, scenario)
     enough = n - int(n * TARGET_PERCENTILE[scenario])
     over = [0, 0]
@@ -1071,8 +1071,8 @@ def _bounded_trial(system: System, scenario: str, workload: Workload, model: str
         over[1] += int(np.count_nonzero(part.tpot_s > limit.tpot_s))
         return max(over) >= enough
 
-    prompts, outputs = workload.lengths(n)
-    log = _serve(system, workload.unit_arrivals(n) / rate, prompts, outputs, "poisson",
+    prompts, outputs = mix.lengths(n)
+    log = _serve(system, mix.unit_arrivals(n) / rate, prompts, outputs, "poisson",
                  hopeless)
     if log is None:
         return None
@@ -1080,7 +1080,7 @@ def _bounded_trial(system: System, scenario: str, workload: Workload, model: str
 
 
 def find_server_rate(system: System, scenario: str = "Server", *,
-                     workload: Workload | None = None, model: str = "llama2-70b",
+                     mix: QueryMix | None = None, model: str = "llama2-70b",
                      rules: RunRules | None = None, upper_rate_per_s: float | None = None,
                      iterations: int = 10) -> ServerSearch:
     """Bisect for the highest Poisson rate whose run LoadGen would judge valid.
@@ -1104,16 +1104,16 @@ def find_server_rate(system: System, scenario: str = "Server", *,
                          f"{' or '.join(BOUNDED_SCENARIOS)}")
     bounds(model, scenario)
     _check_count("iterations", iterations, 1)
-    workload = Workload() if workload is None else workload
+    mix = QueryMix() if mix is None else mix
     rules = mlperf_rules(model) if rules is None else rules
-    high = (1.2 * offline_rate_per_s(system, workload, rules) if upper_rate_per_s is None
+    high = (1.2 * offline_rate_per_s(system, mix, rules) if upper_rate_per_s is None
             else _check_rate(upper_rate_per_s))
     trials = []
     ticks = progress(range(iterations), label=f"{scenario} rate search, trials")
 
     def trial(rate: float) -> tuple[bool, Summary | None]:
         next(ticks, None)
-        summary = _bounded_trial(system, scenario, workload, model, rate, rules)
+        summary = _bounded_trial(system, scenario, mix, model, rate, rules)
         if summary is None:
             trials.append(Trial(rate, False, math.nan, math.nan, cut_short=True))
             return False, None
@@ -1152,7 +1152,7 @@ class ServerView:
 def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") -> ServerView:
     """Run the example system at ``rate_per_s`` under ``scenario`` and judge it.
 
-    Uses :func:`example_system`, the default :class:`Workload` and MLPerf's rules
+    Uses :func:`example_system`, the default :class:`QueryMix` and MLPerf's rules
     scaled by :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive
     rate or a scenario without a bound.
 

@@ -49,16 +49,16 @@ from inferlab.feasibility import Infeasible, layout
 from inferlab.loadgen import (
     SCENARIOS,
     QueryLog,
+    QueryMix,
     RunRules,
     System,
-    Workload,
     find_server_rate,
     mlperf_rules,
     run_scenario,
 )
 from inferlab.steptime import replica
 
-#: The LoadGen benchmark of each model the predictor knows a workload for.
+#: The LoadGen benchmark of each model the predictor knows a query mix for.
 BENCHMARKS = {"Llama 2 70B": "llama2-70b"}
 
 #: The rules the calibration and the accuracy benchmark run, by scenario. Server and
@@ -182,7 +182,7 @@ def tp_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelSpec,
 
 def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = "fp8",
             scenario: str = "Offline", *, stack: Stack | None = None,
-            rules: RunRules | None = None, workload: Workload | None = None,
+            rules: RunRules | None = None, mix: QueryMix | None = None,
             tps=None) -> Prediction:
     """The modelled MLPerf result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
 
@@ -197,7 +197,7 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     if scenario not in SCENARIOS:
         raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(SCENARIOS)}")
     if model not in BENCHMARKS:
-        raise ValueError(f"model: {model!r} has no MLPerf workload here; give one of "
+        raise ValueError(f"model: {model!r} has no MLPerf query mix here; give one of "
                          f"{', '.join(BENCHMARKS)}")
     hw = specs.chip(chip)
     chips = _chips(chips)
@@ -206,7 +206,7 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
         raise TypeError(f"stack: {stack!r} is not a Stack")
     benchmark = BENCHMARKS[model]
     rules = mlperf_rules(benchmark) if rules is None else rules
-    workload = Workload() if workload is None else workload
+    mix = QueryMix() if mix is None else mix
     widths = tp_options(hw, chips, model, precision) if tps is None else [
         checks.whole("tps", tp) for tp in tps]
     best = None
@@ -216,13 +216,13 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
                         stack.scheduler(hw.name, scenario))
         rate = None
         if scenario in ("Server", "Interactive"):
-            search = find_server_rate(system, scenario, workload=workload, model=benchmark,
+            search = find_server_rate(system, scenario, mix=mix, model=benchmark,
                                       rules=rules, iterations=SEARCH_ITERATIONS)
             summary, rate = search.best, search.rate_per_s
             if summary is None:
                 continue
         else:
-            summary = run_scenario(system, scenario, workload=workload, model=benchmark,
+            summary = run_scenario(system, scenario, mix=mix, model=benchmark,
                                    rules=rules)
         log = summary.log
         tokens_per_s = (summary.result if summary.unit == "tokens/s"

@@ -275,7 +275,7 @@ def roofline_time_s(flop: float, bytes_moved: float, peak_flop_per_s: float,
 
 
 @dataclass(frozen=True)
-class Workload:
+class PassCost:
     """FLOPs and bytes of one forward pass, and their ratio."""
 
     flop: float
@@ -287,14 +287,14 @@ class Workload:
         return self.flop / self.bytes_moved
 
 
-def decode_workload(
+def decode_pass(
     params_active: float,
     precision: str,
     *,
     kv_bytes_per_token: float = 0.0,
     context_tokens: float = 0,
     batch: int = 1,
-) -> Workload:
+) -> PassCost:
     """FLOPs and bytes of one decode step of ``batch`` requests.
 
     FLOPs: ``2 x params_active x batch`` (one multiply and one add per weight per
@@ -312,16 +312,16 @@ def decode_workload(
     kv = checks.non_negative("kv_bytes_per_token", kv_bytes_per_token) * checks.non_negative(
         "context_tokens", context_tokens
     ) * batch
-    return Workload(2.0 * params * batch, weights + kv)
+    return PassCost(2.0 * params * batch, weights + kv)
 
 
-def prefill_workload(
+def prefill_pass(
     params_active: float,
     precision: str,
     prompt_tokens: int,
     *,
     kv_bytes_per_token: float = 0.0,
-) -> Workload:
+) -> PassCost:
     """FLOPs and bytes of the prefill of one ``prompt_tokens``-long prompt.
 
     FLOPs: ``2 x params_active x prompt_tokens``. Bytes: the weights once plus the
@@ -334,7 +334,7 @@ def prefill_workload(
     prompt = checks.positive("prompt_tokens", prompt_tokens)
     weights = weight_bytes(params, precision)
     kv = checks.non_negative("kv_bytes_per_token", kv_bytes_per_token) * prompt
-    return Workload(2.0 * params * prompt, weights + kv)
+    return PassCost(2.0 * params * prompt, weights + kv)
 
 
 #: Which of a chip's peak rates applies to matrix multiplies with weights in each format.
@@ -626,8 +626,8 @@ class RooflineView:
     chip: str
     peak_flop_per_s: float
     bandwidth_bytes_per_s: float
-    decode: Workload
-    prefill: Workload
+    decode: PassCost
+    prefill: PassCost
     batch: int
 
     @property
@@ -635,9 +635,9 @@ class RooflineView:
         """The chip's ridge point."""
         return ridge_point_flop_per_byte(self.peak_flop_per_s, self.bandwidth_bytes_per_s)
 
-    def attainable(self, workload: Workload) -> float:
-        """Attainable FLOP/s of ``workload`` on this chip."""
-        return attainable_flop_per_s(workload.intensity_flop_per_byte, self.peak_flop_per_s,
+    def attainable(self, cost: PassCost) -> float:
+        """Attainable FLOP/s of ``cost`` on this chip."""
+        return attainable_flop_per_s(cost.intensity_flop_per_byte, self.peak_flop_per_s,
                                      self.bandwidth_bytes_per_s)
 
 
@@ -654,9 +654,9 @@ def roofline_explorer_compute(
     peak = peak_flop_per_s(spec, precision)
     kv_precision = default_kv_precision(precision)
     per_token = kv_bytes_per_token(shape, kv_precision)
-    decode = decode_workload(shape.params_active, precision, kv_bytes_per_token=per_token,
+    decode = decode_pass(shape.params_active, precision, kv_bytes_per_token=per_token,
                              context_tokens=context_tokens, batch=batch)
-    prefill = prefill_workload(shape.params_active, precision, max(int(context_tokens), 1),
+    prefill = prefill_pass(shape.params_active, precision, max(int(context_tokens), 1),
                                kv_bytes_per_token=per_token)
     return RooflineView(chip, peak, spec.memory_bandwidth_bytes_per_s, decode, prefill,
                         int(batch))

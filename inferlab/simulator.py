@@ -85,8 +85,8 @@ from inferlab.scheduler import (
 from inferlab.scheduler import FixedShape as FixedShape
 from inferlab.scheduler import PrefillPool as PrefillPool
 from inferlab.steptime import Replica, replica
+from inferlab.traffic import Lengths, Requests, make_requests
 from inferlab.widgets import Explorer, register
-from inferlab.workload import Lengths, Requests, make_requests
 
 METRICS = ("ttft", "tpot", "e2e")
 
@@ -309,7 +309,7 @@ def simulate(rep: Replica, requests: Requests, scheduler: Scheduler | None = Non
     if not isinstance(rep, Replica):
         raise ValueError(f"rep: {rep!r} is not a Replica; build one with inferlab.steptime.replica")
     if not isinstance(requests, Requests):
-        raise ValueError("requests: give a Requests object (inferlab.workload.make_requests)")
+        raise ValueError("requests: give a Requests object (inferlab.traffic.make_requests)")
     sch = Scheduler() if scheduler is None else scheduler
     if not isinstance(sch, Scheduler):
         raise ValueError(f"scheduler: {scheduler!r} is not a Scheduler")

@@ -143,8 +143,8 @@ def _replica():
 
 
 def _requests():
-    from inferlab import workload
-    return workload.make_requests(8, workload.Lengths(64), workload.Lengths(16),
+    from inferlab import traffic
+    return traffic.make_requests(8, traffic.Lengths(64), traffic.Lengths(16),
                                   rate_per_s=10.0, seed=0)
 
 
@@ -240,7 +240,7 @@ GOOD = {
     "params_active": 8e9, "params_b": 8.0, "peak_flop_per_s": 1e15,
     "per_chip": [1.0, 2.0], "per_user": [2.0, 1.0], "percentile": 0.9,
     "positions": np.arange(2), "precision": "fp8", "prefill_tok_per_s": 1000.0,
-    "prompt": lambda: __import__("inferlab.workload").workload.Lengths(64),
+    "prompt": lambda: __import__("inferlab.traffic").traffic.Lengths(64),
     "prompt_tokens": 64, "q": 0.5, "r": lambda: _trace_requests()[0],
     "rate_per_s": 10.0, "rate_with_ttft_tok_per_s": 40.0, "rep": _replica,
     "repeats": 2, "replica": _replica, "replicas": 1, "requests": _requests,
@@ -261,7 +261,7 @@ GOOD = {
         lambda tokens: 1e-4 * tokens, 1e5, 1e10),
 "key": "fuzz", "compute": dict, "render": str, "controls": dict,
     "figure": _figure, "rules": lambda: __import__("inferlab.loadgen").loadgen.mlperf_rules(),
-    "workload": lambda: __import__("inferlab.loadgen").loadgen.Workload(),
+    "mix": lambda: __import__("inferlab.loadgen").loadgen.QueryMix(),
     "system": lambda: __import__("inferlab.loadgen").loadgen.example_system(),
     "scheduler": lambda: __import__("inferlab.scheduler").scheduler.Scheduler(),
     "passes": lambda: (lambda x: x < 3), "trial": lambda: (lambda x: x < 3.0),
@@ -269,14 +269,14 @@ GOOD = {
     "claim": lambda: __import__("inferlab.claims").claims.claim_from_result(
         "groq-claim-l2-70b"),
     "path": lambda: None, "outdir": lambda: None, "test_settings": lambda: None,
-    "engine.KVCache.batch": 1, "workload.Requests.prompt_tokens": np.full(2, 8),
-    "workload.Requests.output_tokens": np.full(2, 4), "loadgen.QueryLog.output_tokens":
+    "engine.KVCache.batch": 1, "traffic.Requests.prompt_tokens": np.full(2, 8),
+    "traffic.Requests.output_tokens": np.full(2, 4), "loadgen.QueryLog.output_tokens":
         np.full(2, 4), "loadgen.binomial_cdf.n": 10, "bisection.least_integer.low": 0,
     "bisection.least_integer.high": 8, "bisection.bisect.target": 1.5,
     "sentencepiece_bpe.SentencePieceBPE.tokens": ["a", "b", "ab"],
     "real_loadgen.Script.ttft_s": np.full(2, 0.1), "real_loadgen.Script.tpot_s":
         np.full(2, 0.01), "real_loadgen.Script.tokens": np.full(2, 4),
-    "workload.Requests.arrival_s": np.array([0.0, 1.0]), "loadgen.bounds.model": "llama2-70b",
+    "traffic.Requests.arrival_s": np.array([0.0, 1.0]), "loadgen.bounds.model": "llama2-70b",
     "timing.rate_with_ttft_tok_per_s.output_tokens": 100,
 "widgets.register.name": "fuzz_explorer",
     "widgets.register.kind": "analytic", "data.load_table.name": "hardware",
@@ -286,15 +286,15 @@ GOOD = {
     "claims.cards_table.ids": ["groq-claim-l2-70b"],
     "endpoint_metrics.requests": _trace_requests, "loadgen.model": "llama2-70b",
     "choosing.family": "gpu", "choosing.check_row.hardware_family": "GPU cloud",
-    "workload.Requests.kind": "poisson", "calibration.stack.name": "TensorRT-LLM FP8",
+    "traffic.Requests.kind": "poisson", "calibration.stack.name": "TensorRT-LLM FP8",
     "stack_name": "TensorRT-LLM FP8", "simulator.fit_efficiency.target": 0.5,
     "prefill_s": lambda: (lambda tokens: 1e-4 * tokens), "use_server_token_count": False,
     "result": lambda: __import__("inferlab.simulator").simulator.simulate(
         _replica(), _requests()),
-    "count": 10, "output": lambda: __import__("inferlab.workload").workload.Lengths(16),
+    "count": 10, "output": lambda: __import__("inferlab.traffic").traffic.Lengths(16),
     "bisection.highest_passing.trial": lambda: (lambda x: (x < 3.0, x)),
     "server.write_tokenizer_dir.path": lambda: Path(tempfile.mkdtemp()),
-    "engine.Engine.show": None, "workload.make_requests.rate_per_s": 10.0,
+    "engine.Engine.show": None, "traffic.make_requests.rate_per_s": 10.0,
     "loadgen.run_scenario.rate_per_s": 5.0,
     "scheduler.PrefillPool.ready_s.prompt_tokens": np.full(2, 8),
     "endpoint_metrics.aiperf_summary.count_tokens": len,

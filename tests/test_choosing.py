@@ -23,8 +23,8 @@ from inferlab.choosing import (
 )
 from inferlab.feasibility import Infeasible, fewest_chips
 from inferlab.simulator import FixedShape
+from inferlab.traffic import Lengths
 from inferlab.widgets import REGISTRY
-from inferlab.workload import Lengths
 
 
 def test_groq_chip_counts_match_the_bandwidth_chapter():

@@ -121,7 +121,7 @@ def test_ex_bw_ridge_batch_reaches_the_ridge_and_the_cache_caps_the_intensity(an
     n = LLAMA2_70B.params_active
     assert limit == pytest.approx(2 * n / (2048 * cache_bytes_per_token(LLAMA2_70B, 2)))
     assert limit < ridge  # with 2,048-token contexts decode never reaches the ridge
-    huge = roofline.decode_workload(n, "bf16",
+    huge = roofline.decode_pass(n, "bf16",
                                     kv_bytes_per_token=kv_bytes_per_token(LLAMA2_70B, "bf16"),
                                     context_tokens=2048, batch=10**6)
     assert limit * 0.99 < huge.intensity_flop_per_byte < limit

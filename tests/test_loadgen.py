@@ -311,8 +311,8 @@ def test_rules_scale_and_validate():
         lg.mlperf_rules("gpt-9")
 
 
-def test_workload_draws_are_prefix_consistent():
-    work = lg.Workload(seed=3)
+def test_query_mix_draws_are_prefix_consistent():
+    work = lg.QueryMix(seed=3)
     p10, o10 = work.lengths(10)
     p99, o99 = work.lengths(99)
     assert np.array_equal(p10, p99[:10]) and np.array_equal(o10, o99[:10])
@@ -356,7 +356,7 @@ def test_server_count_is_whole_passes_past_the_minimum_duration():
 def test_chapter_rates_issue_what_the_issue_measured_with_loadgen():
     # At the chapter's former rates LoadGen issues 4 and 3 passes of 24,576, not 78,682
     # and 57,510 (issue 14, checked against the real LoadGen by its author).
-    work, rules = lg.Workload(), lg.mlperf_rules()
+    work, rules = lg.QueryMix(), lg.mlperf_rules()
     assert lg.server_query_count(131.1, work, rules) == 98_304
     assert lg.server_query_count(95.85, work, rules) == 73_728
     assert lg.server_query_count(131.1, work, replace(rules, equal_issue=False)) < 80_000

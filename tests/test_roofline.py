@@ -81,12 +81,12 @@ def test_decode_sits_left_of_the_ridge_and_prefill_right():
     ridge = rl.ridge_point_flop_per_byte(h100.bf16_flop_per_s, h100.memory_bandwidth_bytes_per_s)
     llama = model("Llama 2 70B")
     per_token = kv_bytes_per_token(llama, "bf16")
-    decode = rl.decode_workload(llama.params_active, "bf16")
+    decode = rl.decode_pass(llama.params_active, "bf16")
     assert decode.intensity_flop_per_byte == pytest.approx(1.0)
-    prefill = rl.prefill_workload(llama.params_active, "bf16", 2048, kv_bytes_per_token=per_token)
+    prefill = rl.prefill_pass(llama.params_active, "bf16", 2048, kv_bytes_per_token=per_token)
     assert decode.intensity_flop_per_byte < ridge < prefill.intensity_flop_per_byte
     # A larger batch walks decode toward the ridge.
-    intensities = [rl.decode_workload(llama.params_active, "bf16", kv_bytes_per_token=per_token,
+    intensities = [rl.decode_pass(llama.params_active, "bf16", kv_bytes_per_token=per_token,
                                       context_tokens=512, batch=b).intensity_flop_per_byte
                    for b in (1, 4, 16, 64, 256)]
     assert intensities == sorted(intensities)

@@ -7,7 +7,7 @@ import pytest
 
 from inferlab import simulator as sim
 from inferlab.steptime import replica, steady_state
-from inferlab.workload import Lengths, make_requests
+from inferlab.traffic import Lengths, make_requests
 
 H200 = "NVIDIA H200 SXM"
 

@@ -1,191 +1,207 @@
-"""Slide decks: the MyST-to-slides conversion, and one chapter's deck built for real.
+"""Lecture decks: every chapter's deck built with sphinx-revealjs, held to a lecture's shape.
 
-The conversion tests are quick. The deck test (marked ``build``) executes
-``book/04_tokenizers.md``, exports its deck with ``scripts/build_slides.py`` into a
-temporary folder and checks that it has slides, carries the chapter's key figures
-as embedded images, has no unresolved MyST left, references nothing outside its
-folder, and that reveal.js and MathJax sit next to it. With Chromium available it
-also opens the deck from disk and counts the slides reveal.js sees.
+The quick tests check the extension's pieces. The deck tests (marked ``build``) run
+``scripts/build_slides.py`` once over the executed notebooks of the session's book build
+(its jupyter-cache, so no chapter executes again) and check every deck: a deck per
+chapter, short slides (median at most 40 words and none above 90, code, figures,
+math and notes aside), speaker notes on at least 80 % of slides, figure numbers exactly
+as the book prints them, no punctuation stranded by a removed citation, no MyST left
+unresolved and nothing loaded from outside the deck folder. With Chromium available
+every deck is also opened from disk and must load with no request leaving the folder.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import re
+import statistics
 import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
-import jupytext
-import nbformat
 import pytest
+from bs4 import BeautifulSoup
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "scripts"))
-import myst_to_slides as mts  # noqa: E402
+sys.path.insert(0, str(ROOT / "slides" / "_ext"))
+import lecture  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("build_slides", ROOT / "scripts" /
                                                "build_slides.py")
 build_slides = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build_slides)
 
-CHAPTER = ROOT / "book" / "04_tokenizers.md"
+MEDIAN_WORDS, MAX_WORDS, NOTES_SHARE = 40, 90, 0.8
+# Not slide text: speaker notes, figures with their captions, code and typeset math.
+NOT_TEXT = ["aside.notes", "figure", "pre", "div.highlight", "code", ".math", "div.math"]
+# What a citation removed from the middle of a sentence leaves behind.
+STRAY = re.compile(r"\s[,;:.)](?!\d)|\(\s*\)|\[\s*\]|,\s*[,;.]|\(\s*[,;]")
 
 
-def _glued(key: str, plain: str, mime: str = "text/plain") -> dict:
-    return nbformat.v4.new_output(
-        "display_data", data={f"{mts.GLUE_PREFIX}{mime}": plain},
-        metadata={"scrapbook": {"name": key, "mime_prefix": mts.GLUE_PREFIX}})
+def test_a_deck_belongs_to_the_chapter_of_the_same_name():
+    assert lecture.chapter_of("slides/05_scenarios") == "book/05_scenarios"
+    assert lecture.chapter_of("book/05_scenarios") is None
+    assert lecture.chapter_of("slides/sub/05_scenarios") is None
 
 
-def _notebook(*cells):
-    nb = nbformat.v4.new_notebook()
-    nb.cells = list(cells)
-    return nb
+def test_glue_in_a_deck_reads_its_chapter_unless_it_names_a_page():
+    source = ["{glue:text}`scen_min_s:.0f` s and {glue:text}`/book/01_prefill_decode.md::pd_claim:.0f`"]
+    lecture._source_read(None, "slides/05_scenarios", source)
+    assert source[0] == ("{glue:text}`/book/05_scenarios.md::scen_min_s:.0f` s and "
+                         "{glue:text}`/book/01_prefill_decode.md::pd_claim:.0f`")
+    untouched = ["{glue:text}`scen_min_s:.0f`"]
+    lecture._source_read(None, "book/05_scenarios", untouched)
+    assert untouched == ["{glue:text}`scen_min_s:.0f`"]
 
 
-def _code(source="x = 1", tags=(), outputs=(), **metadata):
-    cell = nbformat.v4.new_code_cell(source, metadata={"tags": list(tags), **metadata})
-    cell.outputs = list(outputs)
-    return cell
+def test_a_figure_caption_keeps_its_first_sentence():
+    assert lecture._first_sentence("Tokens per word (measured). Lower is cheaper.") == \
+        "Tokens per word (measured)."
+    assert lecture._first_sentence("About 0.8 words per token. Then more.") == \
+        "About 0.8 words per token."
 
 
-def test_glue_values_are_read_from_the_executed_outputs_and_formatted_like_myst_nb():
-    nb = _notebook(_code(outputs=[_glued("rate", "241.0"), _glued("name", "'llama2'"),
-                                  _glued("note", "**bold**", "text/markdown")]))
-    glue = mts.glue_values(nb)
-    assert glue["rate"] == {"text/plain": "241.0"}
-    text = ("{glue:text}`rate:.0f` and {glue:text}`rate:,.2f` tok/s by {glue:text}`name`; "
-            "{glue:md}`note`")
-    assert mts.resolve_roles(text, glue) == "241 and 241.00 tok/s by llama2; **bold**"
+def test_every_chapter_has_a_deck_and_every_deck_a_chapter():
+    decks = {path.stem for path in build_slides.deck_files()}
+    chapters = {path.stem for path in build_slides.toc_chapters()}
+    outlines = {path.stem for path in (ROOT / "slides").glob("[0-9][0-9]_*.md")}
+    assert decks == chapters == outlines
 
 
-def test_a_missing_glue_key_is_an_error_as_in_the_book_build():
-    with pytest.raises(KeyError, match="no_such_key"):
-        mts.resolve_roles("{glue:text}`no_such_key:.0f`", {})
+def test_the_reveal_bundle_is_the_audited_one():
+    assert build_slides.check_reveal().is_file()
 
 
-def test_other_roles_become_plain_text():
-    text = ("A {term}`token` and {term}`active parameters <Active parameters>` "
-            "{cite:p}`aa_methodology`. See {numref}`fig-b`, as {cite:t}`k1` says.")
-    out = mts.resolve_roles(text, figures={"fig-a": 1, "fig-b": 2},
-                            citations={"k1": "Ainslie et al. (2023)"})
-    assert out == ("A token and active parameters. See Fig. 2, as Ainslie et al. (2023) "
-                   "says.")
-
-
-def test_directives_become_markdown_and_solutions_are_dropped_across_cells():
-    converter = mts.Converter()
-    first = converter.markdown(
-        ":::{admonition} Takeaway\n:class: tip\nDecode is bound by memory.\n:::\n\n"
-        "```{exercise} Convert a rate\n:label: ex-1\n\nWhat is 300 tok/s in o200k?\n```\n\n"
-        "```{solution-start} ex-1\n:class: dropdown\n```\nScale by the ratio.")
-    assert "> **Takeaway**" in first and "> Decode is bound by memory." in first
-    assert "### Exercise: Convert a rate" in first and "What is 300 tok/s" in first
-    assert "Scale by the ratio" not in first and ":label:" not in first
-    assert converter.in_solution  # the code cells that follow belong to the solution
-    second = converter.markdown("About 299 for English.\n```{solution-end}\n```\n\n## Summary")
-    assert not converter.in_solution
-    assert second.strip() == "## Summary"
-    plain = mts.Converter().markdown("Q?\n\n```{solution} ex-2\nHidden.\n```\nShown.")
-    assert "Hidden" not in plain and "Shown." in plain
-
-
-def test_slide_types_cells_dropped_and_captions_kept():
-    nb = _notebook(
-        nbformat.v4.new_markdown_cell("# Title\n\nIntro with {glue:text}`n:.0f` texts.\n\n"
-                                      "### Detail\n\nMore."),
-        _code("glue('n', 11)", tags=["remove-cell"], outputs=[_glued("n", "11")]),
-        _code("plot()", tags=["hide-input"], mystnb={"figure": {
-            "caption": "Tokens for {glue:text}`n:.0f` texts (measured).", "name": "fig-a"}},
-            outputs=[nbformat.v4.new_output("display_data", data={
-                "image/png": "iVBORw0KGgo=", "text/plain": "<Figure size 640x480>"})]),
-        _code("explorer()", tags=["remove-output"]),
-        _code("import warnings", tags=["hide-input"]),  # no output: nothing to show
-        nbformat.v4.new_markdown_cell("## Next\n\nSee {numref}`fig-a`."),
-    )
-    slides = mts.slide_notebook(nb)
-    kinds = [(c.cell_type, c.metadata["slideshow"]["slide_type"]) for c in slides.cells]
-    assert kinds == [("markdown", "slide"), ("markdown", "-"), ("markdown", "subslide"),
-                     ("markdown", "-"), ("code", "subslide"), ("markdown", "-"),
-                     ("markdown", "slide"), ("markdown", "-")]
-    sources = [c.source for c in slides.cells]
-    assert sources[1] == "Intro with 11 texts."
-    assert "Fig. 1." in sources[5] and "Tokens for 11 texts" in sources[5]
-    assert sources[7] == "See Fig. 1."
-    code = slides.cells[4]
-    assert code.metadata["tags"] == ["hide-input"]
-    assert [list(o["data"]) for o in code.outputs] == [["image/png", "text/plain"]]
-
-
-def test_long_prose_continues_on_a_sub_slide_and_math_stays_whole():
-    paragraph = "word " * 100
-    text = f"## Section\n\n{paragraph}\n\n$$\na = b\n\nc = d\n$$\n\n{paragraph}\n\n{paragraph}"
-    blocks = mts.split_blocks(text)
-    assert blocks[2] == "$$\na = b\n\nc = d\n$$"
-    slides = mts.slide_notebook(_notebook(nbformat.v4.new_markdown_cell(text)))
-    kinds = [c.metadata["slideshow"]["slide_type"] for c in slides.cells]
-    assert kinds[0] == "slide" and "subslide" in kinds[1:]
-
-
-def test_the_toc_chapters_are_the_numbered_files():
-    chapters = build_slides.toc_chapters()
-    assert CHAPTER in chapters
-    assert all(re.match(r"\d\d_", c.name) for c in chapters)
+@dataclass(frozen=True)
+class Decks:
+    folder: Path
+    seconds: float
 
 
 @pytest.fixture(scope="module")
-def deck(tmp_path_factory):
+def decks(built_book, tmp_path_factory) -> Decks:
+    assert built_book.returncode == 0, built_book.log[-3000:]
     out = tmp_path_factory.mktemp("slides")
-    assert build_slides.main([str(CHAPTER), "--out", str(out)]) == 0
-    return out / f"{CHAPTER.stem}.slides.html"
+    cache = built_book.html.parent / ".jupyter_cache"
+    start = time.perf_counter()
+    assert build_slides.main(["--out", str(out), "--cache", str(cache)]) == 0
+    return Decks(out, time.perf_counter() - start)
+
+
+def _pages(decks: Decks) -> dict[str, BeautifulSoup]:
+    return {page.stem: BeautifulSoup(page.read_text(encoding="utf8"), "html.parser")
+            for page in sorted((decks.folder / "slides").glob("*.html"))}
+
+
+def _slides(soup: BeautifulSoup):
+    """The slides a viewer steps through: sections that hold no further section."""
+    return [s for s in soup.select("div.slides section") if not s.find("section")]
+
+
+def _words(slide) -> int:
+    slide = BeautifulSoup(str(slide), "html.parser")
+    for selector in NOT_TEXT:
+        for element in slide.select(selector):
+            element.decompose()
+    return len(slide.get_text(" ").split())
+
+
+def _book_numbers(built_book, chapter: str) -> dict[str, str]:
+    page = BeautifulSoup((built_book.html / "book" / f"{chapter}.html").read_text(
+        encoding="utf8"), "html.parser")
+    return {figure["id"]: figure.select_one(".caption-number").get_text().strip()
+            for figure in page.select("figure[id]") if figure.select_one(".caption-number")}
 
 
 @pytest.mark.build
-def test_deck_has_slides_figures_and_no_unresolved_myst(deck):
-    html = deck.read_text(encoding="utf8")
-    assert html.count("<section") > 5
-    figures = sum(1 for cell in jupytext.read(CHAPTER).cells
-                  if cell.metadata.get("mystnb", {}).get("figure"))
-    assert figures > 0
-    assert len(re.findall(r'<img[^>]+src="data:image/png;base64,', html)) >= figures
-    for leftover in ("{glue:", "{term}", "{cite:", "{numref}", "{exercise}", ":::{",
-                     "{solution"):
-        assert leftover not in html, leftover
+def test_the_build_reuses_the_book_and_stays_quick(decks):
+    print(f"\nall decks built in {decks.seconds:.0f} s")
+    assert decks.seconds < 240
 
 
 @pytest.mark.build
-def test_deck_references_nothing_outside_its_folder(deck):
-    html = deck.read_text(encoding="utf8")
-    references = re.findall(r'(?:src|href)\s*=\s*["\']([^"\']*)["\']', html)
-    external = [r for r in references if re.match(r"(?:[a-z][a-z0-9+.-]*:)?//", r, re.I)]
-    assert external == []
-    assert "unpkg.com" not in html and "cdnjs" not in html and "require.js" not in html
-    local = [r for r in references if not r.startswith(("#", "data:"))]
-    assert local, "the deck should load reveal.js from next to it"
-    for reference in local:
-        assert (deck.parent / reference.split("#")[0]).is_file(), reference
-    assert (deck.parent / "reveal.js" / "dist" / "reveal.js").is_file()
-    assert (deck.parent / "reveal.js" / "LICENSE").is_file()
-    assert (deck.parent / "mathjax" / "tex-chtml.js").is_file()
+def test_every_slide_is_short_and_most_carry_the_chapter_as_notes(decks):
+    report = []
+    for name, soup in _pages(decks).items():
+        slides = _slides(soup)
+        words = [_words(slide) for slide in slides]
+        noted = [bool(s.select_one("aside.notes") and s.select_one("aside.notes")
+                      .get_text().strip()) for s in slides]
+        report.append(f"{name}: {len(slides)} slides, median {statistics.median(words):.0f} "
+                      f"words, max {max(words)}, notes on {sum(noted) / len(slides):.0%}")
+        assert len(slides) >= 8, name
+        assert statistics.median(words) <= MEDIAN_WORDS, (name, words)
+        too_long = [(i + 1, n) for i, n in enumerate(words) if n > MAX_WORDS]
+        assert too_long == [], (name, too_long)
+        assert sum(noted) / len(slides) >= NOTES_SHARE, (name, noted)
+    print("\n" + "\n".join(report))
+
+
+@pytest.mark.build
+def test_figures_are_numbered_as_in_the_book(decks, built_book):
+    for name, soup in _pages(decks).items():
+        book = _book_numbers(built_book, name)
+        figures = soup.select("figure.lecture-figure")
+        assert figures, name
+        for figure in figures:
+            label = next(c.removeprefix("from-") for c in figure["class"]
+                         if c.startswith("from-"))
+            caption = figure.select_one("figcaption").get_text(" ").strip()
+            assert caption.startswith(book[label] + "."), (name, label, caption, book[label])
+            assert figure.select_one("img"), (name, label)
+        chapter_number = next(iter(book.values())).split()[1].split(".")[0]
+        for mention in re.findall(r"Fig\. [\d.]*\d", soup.get_text(" ")):
+            assert re.fullmatch(rf"Fig\. {chapter_number}\.\d+", mention), (name, mention)
+
+
+@pytest.mark.build
+def test_no_citation_leaves_stray_punctuation_and_no_myst_is_left(decks):
+    for name, soup in _pages(decks).items():
+        for slide in _slides(soup):
+            text = " ".join(slide.get_text(" ").split())
+            for leftover in ("{glue", "{term}", "{cite", "{numref}", "{chapter-", ":::",
+                             "Run it live"):
+                assert leftover not in text, (name, leftover, text[:200])
+            notes = slide.select_one("aside.notes")
+            for part in [notes.get_text(" ")] if notes else []:
+                assert not STRAY.search(" ".join(part.split())), \
+                    (name, STRAY.search(" ".join(part.split())), part[:300])
+
+
+@pytest.mark.build
+def test_decks_load_nothing_from_outside_their_folder(decks):
+    folder = decks.folder.resolve()
+    for page in sorted((folder / "slides").glob("*.html")):
+        html = page.read_text(encoding="utf8")
+        references = re.findall(r'(?:src|href)\s*=\s*["\']([^"\']*)["\']', html)
+        assert [r for r in references if re.match(r"(?:[a-z][a-z0-9+.-]*:)?//", r, re.I)] == []
+        for reference in references:
+            if reference.startswith(("#", "data:")):
+                continue
+            target = (page.parent / reference.split("#")[0].split("?")[0]).resolve()
+            assert target.is_relative_to(folder) and target.is_file(), (page.name, reference)
+    assert (folder / "_static" / "revealjs" / "dist" / "reveal.js").is_file()
+    assert (folder / "_static" / "revealjs" / "plugin" / "notes" / "notes.js").is_file()
+    assert (folder / "_static" / "mathjax" / "tex-chtml.js").is_file()
 
 
 @pytest.mark.build
 @pytest.mark.browser
-def test_deck_opens_offline_in_chromium(deck, browser):
-    problems: list[str] = []
-    page = browser.new_page()
-    try:
-        page.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-        page.on("console", lambda message: problems.append(f"console: {message.text}")
-                if message.type == "error" else None)
-        page.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
-        page.on("request", lambda request: problems.append(f"external: {request.url}")
-                if not request.url.startswith(("file:", "data:")) else None)
-        page.goto(deck.as_uri())
-        page.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
-        page.wait_for_function("document.querySelector('mjx-container') !== null",
-                               timeout=30_000)
-        total = page.evaluate("Reveal.getTotalSlides()")
-    finally:
-        page.close()
-    assert total > 5
-    assert problems == []
+def test_decks_open_offline_in_chromium(decks, browser):
+    folder = decks.folder.resolve().as_uri()
+    for page in sorted((decks.folder / "slides").glob("*.html")):
+        problems: list[str] = []
+        tab = browser.new_page()
+        try:
+            tab.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+            tab.on("requestfailed", lambda request: problems.append(f"failed: {request.url}"))
+            tab.on("request", lambda request: problems.append(f"outside: {request.url}")
+                   if not request.url.startswith((folder, "data:")) else None)
+            tab.goto(page.resolve().as_uri())
+            tab.wait_for_function("window.Reveal && Reveal.isReady()", timeout=30_000)
+            total = tab.evaluate("Reveal.getTotalSlides()")
+        finally:
+            tab.close()
+        assert total >= 8, page.name
+        assert problems == [], (page.name, problems)

@@ -1,6 +1,6 @@
 """Requests for the serving simulator: when they arrive, and how long their prompts and outputs are.
 
-A workload is three arrays of equal length: arrival times, prompt lengths and
+Traffic is three arrays of equal length: arrival times, prompt lengths and
 output lengths. They are drawn once, from a seeded ``numpy.random.Generator``,
 so that two schedulers can be compared on *the same* requests.
 
