@@ -181,18 +181,23 @@ def reals(name: str, values, *, low: float = -math.inf, high: float = math.inf,
 
 
 def wholes(name: str, values, *, minimum: int = 1, maximum: int = MAX_COUNT,
-           empty: bool = False, size: int = MAX_ITEMS) -> np.ndarray:
+           empty: bool = False, size: int = MAX_ITEMS, increasing: bool = False) -> np.ndarray:
     """``values`` as an int64 array of whole numbers from ``minimum`` to ``maximum``.
 
     Checked before the cast: NaN cast to int64 becomes -9,223,372,036,854,775,808
-    with no error, and a huge float wraps round.
+    with no error, and a huge float wraps round. ``increasing``: each value must be
+    above the one before (compiled buckets, sorted sizes).
     """
     allowed = f"whole numbers in [{minimum:,}, {maximum:,}]"
+    if increasing:
+        allowed = f"strictly increasing {allowed}"
     array = _array(name, values, allowed, empty=empty, size=size)
     if array.dtype.kind == "f" and (not np.all(np.isfinite(array))
                                     or np.any(array != np.round(array))):
         raise _refused(name, values, allowed)
     if np.any((array < minimum) | (array > maximum)):
+        raise _refused(name, values, allowed)
+    if increasing and np.any(np.diff(array.ravel()) <= 0):
         raise _refused(name, values, allowed)
     return array.astype(np.int64)
 

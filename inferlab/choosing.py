@@ -34,7 +34,7 @@ Used in chapter 'Choosing hardware'.
 from __future__ import annotations
 
 import math
-import numbers
+import sys
 from dataclasses import dataclass
 from functools import cache
 
@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from inferlab import specs
+from inferlab import checks, specs
 from inferlab.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     BYTES_PER_PARAM,
@@ -126,6 +126,10 @@ MAX_COMPILE_FRACTION = 0.01
 #: loses it).
 MIN_NODE_UTILISATION = 0.5
 
+#: The most buckets :func:`power_of_two_buckets` gives: at :data:`COMPILE_S_PER_SHAPE`
+#: each, 4,096 shapes take two weeks to compile, more than any deployment would.
+MAX_BUCKETS = 4096
+
 MONTH_S = 30 * 86400.0
 DAY_S = 86400.0
 
@@ -134,19 +138,8 @@ DAY_S = 86400.0
 LPU_TAIL_RATIO_REPORTED = 1.0
 
 
-def _number(name: str, value, *, minimum: float = 0.0, strict: bool = False) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
-        raise ValueError(f"{name}: {value!r} is not a finite number")
-    if value < minimum or (strict and value == minimum):
-        relation = ">" if strict else ">="
-        raise ValueError(f"{name}: {value!r} is not allowed; give a number {relation} {minimum:g}")
-    return float(value)
-
-
 def _family(family: str) -> str:
-    if family not in FAMILIES:
-        raise ValueError(f"family: {family!r} is not one of {', '.join(FAMILIES)}")
-    return family
+    return checks.option("family", family, FAMILIES)
 
 
 # --------------------------------------------------------------------------------------
@@ -251,9 +244,7 @@ def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp
         node = NODE_CHIPS[family]
         used = hold if node is None else node
     else:
-        if not isinstance(chips, numbers.Integral) or isinstance(chips, bool) or chips < 1:
-            raise ValueError(f"chips: {chips!r} is not allowed; give a whole number >= 1")
-        used = int(chips)
+        used = checks.whole("chips", chips)
     split = {"tp": used} if SPLIT[family] == "tensor" else {"pp": used}
     held = layout(spec, hw, precision, **split).check(1, context_tokens)
     return FamilyFloor(family, hw.name, precision, weight_bytes(spec.params_total, precision),
@@ -308,8 +299,8 @@ def recompile_cost(changes_per_month: float, shapes: FixedShape | None = None,
 
     Used in chapter 'Choosing hardware'.
     """
-    changes = _number("changes_per_month", changes_per_month)
-    per_shape = _number("compile_s_per_shape", compile_s_per_shape)
+    changes = checks.non_negative("changes_per_month", changes_per_month)
+    per_shape = checks.non_negative("compile_s_per_shape", compile_s_per_shape)
     shapes = shapes or FixedShape()
     count = compiled_shapes(shapes)
     return RecompileCost(changes, count, count * per_shape)
@@ -341,15 +332,14 @@ def padding_waste(prompt: Lengths | np.ndarray, buckets=(128, 256, 512, 1024, 20
 
     Used in chapter 'Choosing hardware'.
     """
-    shapes = FixedShape(prompt_buckets=tuple(buckets))
+    shapes = FixedShape(prompt_buckets=tuple(checks.wholes("buckets", buckets, increasing=True)))
     if isinstance(prompt, Lengths):
-        if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
-            raise ValueError(f"n: {n!r} is not allowed; give a whole number >= 1")
-        lengths = prompt.sample(int(n), np.random.default_rng(seed))
+        count = checks.whole("n", n, maximum=checks.MAX_ITEMS)
+        lengths = prompt.sample(count, np.random.default_rng(checks.seed("seed", seed)))
     else:
-        lengths = np.asarray(prompt)
-        if lengths.size == 0 or lengths.ndim != 1 or np.any(lengths < 1):
-            raise ValueError("prompt: give a non-empty 1-D array of lengths >= 1")
+        lengths = checks.wholes("prompt", prompt)
+        if lengths.ndim != 1:
+            raise ValueError("prompt: give a 1-D array of lengths >= 1")
     top = shapes.prompt_buckets[-1]
     if lengths.max() > top:
         raise ValueError(f"prompt: a length of {int(lengths.max())} exceeds the largest bucket "
@@ -365,16 +355,20 @@ def power_of_two_buckets(smallest: int, largest: int, per_octave: int = 1) -> tu
     ``per_octave=1`` gives 128, 256, 512, ...; ``per_octave=2`` adds the geometric
     midpoints. More buckets waste less padding and cost more compiles.
 
+    At most :data:`MAX_BUCKETS` buckets.
+
     Used in chapter 'Choosing hardware'.
     """
-    for name, value in (("smallest", smallest), ("largest", largest),
-                        ("per_octave", per_octave)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= 1")
+    smallest = checks.whole("smallest", smallest)
+    largest = checks.whole("largest", largest)
+    per_octave = checks.whole("per_octave", per_octave)
     if largest < smallest:
         raise ValueError(f"largest: {largest} is below smallest ({smallest})")
     octaves = math.log2(largest / smallest)
     steps = max(1, math.ceil(octaves * per_octave))
+    if steps > MAX_BUCKETS:
+        raise ValueError(f"per_octave: {per_octave:,} per octave from {smallest:,} to "
+                         f"{largest:,} is {steps:,} buckets; at most {MAX_BUCKETS:,} allowed")
     values = np.unique(np.rint(smallest * 2 ** (np.arange(steps + 1) / per_octave)).astype(int))
     values = values[values < largest]
     return tuple(int(v) for v in values) + (int(largest),)
@@ -413,6 +407,12 @@ class LatencySpread:
         return self.tpot_p99_s / self.tpot_p50_s
 
 
+#: The lightest load :func:`latency_spread` simulates: below a thousandth of saturation
+#: every request runs alone, so the spread is the unloaded one, and at loads near the
+#: smallest float the arrival times overflow.
+MIN_LOAD = 1e-3
+
+
 @cache
 def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str, LatencySpread]:
     """Simulate a GPU-style and a fixed-shape server on the same chip and arrivals.
@@ -425,9 +425,8 @@ def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str,
 
     Used in chapter 'Choosing hardware'.
     """
-    load = _number("load", load, strict=True)
-    if load >= 1:
-        raise ValueError(f"load: {load!r} is not allowed; give a fraction in (0, 1)")
+    load = checks.real("load", load, low=MIN_LOAD, high=1.0, high_open=True)
+    count = checks.whole("n", n, maximum=checks.MAX_ITEMS)
     server = explorer_replica()
     # The fixed-shape server holds a full compiled batch at the compiled context: refuse
     # (feasibility.Infeasible) a shape set the chip cannot hold.
@@ -440,7 +439,7 @@ def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str,
     }
     saturating = make_requests(2000, EXPLORER_PROMPT, output, arrival="all_at_once", seed=seed)
     capacity = offline_throughput(server, saturating, schedulers["fixed-function"]).requests_per_s
-    arrivals = make_requests(n, EXPLORER_PROMPT, output, rate_per_s=1.0, seed=seed + 1)
+    arrivals = make_requests(count, EXPLORER_PROMPT, output, rate_per_s=1.0, seed=seed + 1)
     spreads = {}
     for name, scheduler in schedulers.items():
         run = simulate(server, arrivals.at_rate(load * capacity), scheduler)
@@ -515,17 +514,12 @@ class Workload:
 
     def __post_init__(self) -> None:
         specs.model(self.model)
-        if self.precision not in BYTES_PER_PARAM:
-            raise ValueError(f"precision: {self.precision!r} is not one of "
-                             f"{', '.join(BYTES_PER_PARAM)}")
-        _number("per_user_tok_s", self.per_user_tok_s, strict=True)
-        _number("tail_ratio_max", self.tail_ratio_max, minimum=1.0)
-        _number("changes_per_month", self.changes_per_month)
-        _number("tokens_per_day", self.tokens_per_day, strict=True)
-        if (not isinstance(self.context_tokens, numbers.Integral)
-                or isinstance(self.context_tokens, bool) or self.context_tokens < 1):
-            raise ValueError(f"context_tokens: {self.context_tokens!r} is not allowed; "
-                             "give a whole number >= 1")
+        checks.option("precision", self.precision, BYTES_PER_PARAM)
+        checks.positive("per_user_tok_s", self.per_user_tok_s)
+        checks.real("tail_ratio_max", self.tail_ratio_max, low=1.0)
+        checks.non_negative("changes_per_month", self.changes_per_month)
+        checks.positive("tokens_per_day", self.tokens_per_day)
+        checks.whole("context_tokens", self.context_tokens)
 
 
 @dataclass(frozen=True)
@@ -841,10 +835,8 @@ def check_row(model: str, hardware_family: str, claimed_tok_s: float, *, rank: i
 
     Used in chapter 'Choosing hardware'.
     """
-    claimed = _number("claimed_tok_s", claimed_tok_s, strict=True)
-    if hardware_family not in LEADERBOARD_FAMILIES:
-        raise ValueError(f"hardware_family: {hardware_family!r} is not one of "
-                         f"{', '.join(LEADERBOARD_FAMILIES)}")
+    claimed = checks.positive("claimed_tok_s", claimed_tok_s)
+    checks.option("hardware_family", hardware_family, LEADERBOARD_FAMILIES)
     family = LEADERBOARD_FAMILIES[hardware_family]
     architecture, note = LEADERBOARD_MODELS.get(
         model, (None, "no architecture in data/models.csv: size unknown, no floor"))
@@ -913,7 +905,9 @@ def decide_explorer_compute(model: str = "Llama 3.1 70B", precision: str = "fp8"
 
     Used in chapter 'Choosing hardware'.
     """
-    volume = _number("log10_tokens_per_day", log10_tokens_per_day)
+    # 10**309 is past the largest float: the bound keeps the volume finite.
+    volume = checks.non_negative("log10_tokens_per_day", log10_tokens_per_day,
+                                 high=math.log10(sys.float_info.max))
     return decide(model=model, precision=precision, per_user_tok_s=per_user_tok_s,
                   tail_ratio_max=tail_ratio_max, changes_per_month=changes_per_month,
                   tokens_per_day=10.0**volume)
