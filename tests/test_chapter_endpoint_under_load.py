@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import jupytext
+import pytest
 import yaml
 from conftest import ROOT
 from nbclient import NotebookClient
@@ -19,8 +20,9 @@ from nbclient import NotebookClient
 CHAPTER = ROOT / "book" / "06_endpoint_lab.md"
 BURN = "while True:\n    pass\n"
 
-# About 75 s on a busy 2-core machine with the two burners: under the two minutes
-# that keep a test in the normal run, so it carries no ``build`` marker.
+# It executes a whole chapter (75-110 s on a busy 2-core machine with the two burners),
+# so it is a build test: CI runs it, the quick loop (-m "not build") does not wait on it.
+pytestmark = pytest.mark.build
 
 
 def test_chapter_6_runs_beside_two_cpu_bound_processes():
