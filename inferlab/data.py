@@ -324,6 +324,21 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "source": _text(),
         "note": _text(required=False),
     },
+    "prices": {
+        "id": _text(),
+        "chip": _text(),
+        "chips": _integer(_Range(1, 100_000, "chips", "one chip to a rack or a pod slice")),
+        "provider": _text(),
+        "offer": _text(allowed=("on-demand", "capacity block", "spot", "reserved")),
+        "usd_per_hour": _number(_Range(
+            0.01, 1_000, "USD per chip-hour", "a chip rents for tens of cents (a TPU v5e) to "
+            "tens of dollars an hour; above 1,000 is a monthly price or a whole cluster's",
+            per="chips")),
+        "price_kind": _text(allowed=("list", "negotiated", "estimate")),
+        "date": _text(),
+        "source": _text(),
+        "note": _text(required=False),
+    },
 }
 
 
@@ -337,6 +352,7 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "mlperf_engine_configs": (("round", "submitter", "system", "scenario"),),
     "stacks": (("name",),),
     "leaderboard": (("rank",), ("model", "provider")),
+    "prices": (("id",),),
 }
 
 
