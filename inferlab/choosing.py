@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 import matplotlib.pyplot as plt
@@ -43,6 +43,8 @@ import numpy as np
 import pandas as pd
 
 from inferlab import checks, specs
+from inferlab.calibration import Stack, stack_for
+from inferlab.calibration import stack as calibration_stack
 from inferlab.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     BYTES_PER_PARAM,
@@ -61,6 +63,7 @@ from inferlab.simulator import (
     offline_throughput,
     simulate,
 )
+from inferlab.steptime import CONCURRENCY_GRID
 from inferlab.traffic import Lengths, make_requests
 from inferlab.widgets import Explorer, register
 
@@ -77,12 +80,13 @@ FAMILY_LABELS: dict[str, str] = {
     "dataflow": "Dataflow / wafer-scale",
 }
 
-#: The row of ``data/hardware.csv`` each family is computed with. TPU v5e is the other
+#: The row of ``data/hardware.csv`` each family is computed with: the B200 is the book's
+#: one GPU reference (the H200 is the previous generation). TPU v5e is the other
 #: fixed-shape row; SambaNova and Tenstorrent have none, so the dataflow family is
 #: computed with Cerebras WSE-3, the one dataflow part the table holds (and the only one
 #: of the three that keeps its weights in SRAM).
 FAMILY_CHIPS: dict[str, str] = {
-    "gpu": "NVIDIA H200 SXM",
+    "gpu": "NVIDIA B200",
     "fixed-function": "AWS Inferentia2 (per chip)",
     "lpu": "Groq LPU (GroqChip)",
     "dataflow": "Cerebras WSE-3",
@@ -893,6 +897,640 @@ def check_leaderboard(data_dir=None) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------------------
+# Throughput at a service-level objective, and what it costs
+# --------------------------------------------------------------------------------------
+
+#: The longest prompt or output a :class:`Service` may ask for on average (tokens): a
+#: long-context model's window, and it keeps a simulated run within seconds.
+MAX_MEAN_TOKENS = 32_768
+
+#: Requests each simulated search of :func:`slo_throughput` draws (one fixed seed, so
+#: every candidate and every bound sees the same requests).
+SLO_REQUESTS = 1200
+SLO_SEED = 7
+
+#: Requests per search in the ranking explorer, fewer so that a slider move redraws in
+#: about a second (its static sweep uses the same number).
+EXPLORER_SLO_REQUESTS = 300
+
+#: Bisection steps of the rate search (:func:`inferlab.simulator.max_rate_within`).
+SLO_ITERATIONS = 9
+
+#: The engine every simulated candidate runs: continuous batching with chunked prefill
+#: and paged memory, up to 1,024 requests in flight and 4,096 tokens a step (an
+#: assumption, close to the engine settings of the MLPerf submissions in
+#: ``data/mlperf_engine_configs.csv``; :mod:`inferlab.calibration` reads those per stack).
+SLO_SCHEDULER = Scheduler(max_batch=1024, token_budget=4096)
+
+#: The draft step's cost as a share of a target step, for the speculative-decoding
+#: estimates (chapter 'Prefill and decode' uses the same 0.05: a 1B draft for a 70B target).
+DRAFT_COST_RATIO = 0.05
+
+#: The longest draft searched for a claimed speed-up (chapter 'Prefill and decode').
+MAX_SPECULATIVE_DRAFT = 16
+
+
+@dataclass(frozen=True)
+class Service:
+    """A workload with its latency promise and its traffic, as a buyer writes it down.
+
+    ``prompt_tokens`` and ``output_tokens`` are mean lengths, drawn log-normal with
+    coefficient of variation ``length_cv`` (clipped at four times the mean);
+    ``ttft_p99_s`` and ``tpot_p99_s`` are the 99th-percentile bounds on time to first
+    token and time per output token, MLPerf's Server rule; ``math.inf`` for both is
+    batch work with no latency bound (MLPerf's Offline). ``tokens_per_day`` is the
+    output traffic to serve.
+
+    Used in chapter 'Choosing hardware'.
+    """
+
+    name: str = "chat"
+    model: str = "Llama 3.1 70B"
+    prompt_tokens: float = 1000.0
+    output_tokens: float = 300.0
+    ttft_p99_s: float = 2.0
+    tpot_p99_s: float = 0.04
+    tokens_per_day: float = 1e9
+    length_cv: float = 1.0
+
+    def __post_init__(self) -> None:
+        checks.text("name", self.name)
+        spec = specs.model(self.model)
+        for key in ("prompt_tokens", "output_tokens"):
+            value = checks.real(key, getattr(self, key), low=1.0, high=MAX_MEAN_TOKENS)
+            if 4 * value > spec.context_length_tokens:
+                raise ValueError(f"{key}: {value:g} tokens on average (up to four times that) "
+                                 f"exceed {spec.name}'s context of "
+                                 f"{spec.context_length_tokens:,} tokens")
+        for key in ("ttft_p99_s", "tpot_p99_s"):
+            value = getattr(self, key)
+            if not (isinstance(value, float) and value == math.inf):
+                checks.real(key, value, low=1e-4, high=3600.0)
+        if math.isinf(self.ttft_p99_s) != math.isinf(self.tpot_p99_s):
+            raise ValueError(f"tpot_p99_s: {self.tpot_p99_s!r} with ttft_p99_s "
+                             f"{self.ttft_p99_s!r}; bound both or neither (batch work)")
+        checks.real("tokens_per_day", self.tokens_per_day, low=1.0, high=1e15)
+        checks.real("length_cv", self.length_cv, low=0.0, high=4.0)
+
+    @property
+    def batch(self) -> bool:
+        """Whether the service has no latency bound (batch work, MLPerf's Offline)."""
+        return math.isinf(self.tpot_p99_s)
+
+    @property
+    def per_user_tok_s(self) -> float:
+        """The slowest stream the TPOT bound allows, tokens per second (0 for batch work)."""
+        return 0.0 if self.batch else 1.0 / self.tpot_p99_s
+
+    @property
+    def context_tokens(self) -> int:
+        """The mean context of a finished request, prompt plus output."""
+        return int(math.ceil(self.prompt_tokens + self.output_tokens))
+
+    def lengths(self) -> tuple[Lengths, Lengths]:
+        """The prompt and output length distributions."""
+        return tuple(Lengths(mean, self.length_cv, min_tokens=2 if key == "out" else 1,
+                             max_tokens=int(4 * mean) + 1)
+                     for key, mean in (("in", self.prompt_tokens), ("out", self.output_tokens)))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One system a buyer can rent: ``chips`` x ``chip`` serving at ``precision``.
+
+    ``chips`` is the system's size (an 8-GPU board, an inf2.48xlarge, a v5e-8 slice);
+    ``None`` for SRAM machines, which take as many chips as hold the model.
+    ``price_id`` names its row of ``data/prices.csv`` (``None``: no sourced price).
+
+    Used in chapter 'Choosing hardware'.
+    """
+
+    name: str
+    chip: str
+    chips: int | None
+    precision: str
+    family: str
+    price_id: str | None = None
+
+
+#: The systems the chapter ranks. The GPU reference is 8 x B200 at FP8 and FP4, with
+#: 8 x H200 as the previous generation; one row per other family.
+CANDIDATES: tuple[Candidate, ...] = (
+    Candidate("8 x B200, FP8", "NVIDIA B200", 8, "fp8", "gpu", "packetai-b200-on-demand"),
+    Candidate("8 x B200, FP4", "NVIDIA B200", 8, "fp4", "gpu", "packetai-b200-on-demand"),
+    Candidate("8 x H200, FP8", "NVIDIA H200 SXM", 8, "fp8", "gpu", "packetai-h200-on-demand"),
+    Candidate("12 x Inferentia2, FP8", "AWS Inferentia2 (per chip)", 12, "fp8",
+              "fixed-function"),
+    Candidate("8 x TPU v5e, INT8", "Google TPU v5e (per chip)", 8, "int8", "fixed-function",
+              "deploybase-tpu-v5e-8"),
+    Candidate("Groq LPU, INT8", "Groq LPU (GroqChip)", None, "int8", "lpu"),
+    Candidate("Cerebras WSE-3, FP16", "Cerebras WSE-3", None, "fp16", "dataflow"),
+)
+
+#: The reference system of the chapter.
+REFERENCE = CANDIDATES[0]
+
+#: The stack assumed for chips without a calibrated one (:mod:`inferlab.calibration` fits
+#: NVIDIA's and AMD's on audited MLPerf rows): :data:`ATTAINABLE_FRACTION` of peak
+#: bandwidth and compute, and the fixed cost per step fitted for TensorRT-LLM at FP8,
+#: the one fixed cost the audited results measure. An assumption.
+def assumed_stack() -> Stack:
+    """The software stack assumed for chips without a calibrated one (see the comment above).
+
+    Used in chapter 'Choosing hardware'.
+    """
+    fitted = calibration_stack("TensorRT-LLM FP8")
+    return Stack(f"assumed ({ATTAINABLE_FRACTION:.0%} of peak, "
+                 f"{fitted.step_overhead_s * 1e3:.1f} ms per step)",
+                 compute_efficiency=ATTAINABLE_FRACTION,
+                 step_overhead_s=fitted.step_overhead_s,
+                 memory_efficiency=ATTAINABLE_FRACTION)
+
+
+def candidate_stack(candidate: Candidate = REFERENCE) -> Stack:
+    """The stack a candidate is modelled with: calibrated for NVIDIA and AMD GPUs
+    (:func:`inferlab.calibration.stack_for`), else :func:`assumed_stack`.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    checks.instance("candidate", candidate, Candidate)
+    try:
+        return stack_for(candidate.chip, candidate.precision)
+    except ValueError:
+        return assumed_stack()
+
+
+@dataclass(frozen=True)
+class SloThroughput:
+    """What one candidate gives a service at its latency promise.
+
+    ``tok_s_per_chip``: output tokens per second per chip at the highest Poisson rate
+    whose p99 TTFT and p99 TPOT meet the bounds (the simulator), or at the most users a
+    pipeline of SRAM chips holds within them (closed form); 0 if no configuration meets
+    them. ``front_tok_s_per_chip``: the steady-state front of chapter 'Batching' at the
+    same per-user bound (mean TPOT, no TTFT, no queue), an upper bound on the simulated
+    figure. ``goodput``: share of the simulated requests that met both bounds.
+    ``chips``: chips of one system; ``layout``: ``"tp N"`` or ``"pp N"``; ``method``:
+    how it was computed; ``note``: what it leaves out. ``nan`` where it cannot be computed.
+
+    Used in chapter 'Choosing hardware'.
+    """
+
+    candidate: Candidate
+    service: Service
+    chips: int
+    layout: str
+    tok_s_per_chip: float
+    front_tok_s_per_chip: float
+    batch1_tok_s: float
+    ttft_p99_s: float
+    tpot_p99_s: float
+    goodput: float
+    method: str
+    stack: str
+    note: str = ""
+
+    @property
+    def meets(self) -> bool:
+        """Whether some configuration meets the service's bounds."""
+        return self.tok_s_per_chip > 0
+
+    @property
+    def system_tok_s(self) -> float:
+        """Output tokens per second of one whole system at the bound."""
+        return self.tok_s_per_chip * self.chips
+
+
+def goodput_fraction(result, ttft_p99_s: float = 2.0, tpot_p99_s: float = 0.04) -> float:
+    """Share of a simulated run's requests that met both latency bounds (DistServe's goodput).
+
+    A request counts if its TTFT is within ``ttft_p99_s`` and its TPOT within
+    ``tpot_p99_s`` (one-token outputs have no TPOT and count on TTFT alone). MLPerf's
+    Server rule asks the 99th percentiles to be within the bounds, so a valid run has at
+    least 99 % of requests within each bound separately, and at least 98 % within both.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    ttft = checks.positive("ttft_p99_s", ttft_p99_s)
+    tpot = checks.positive("tpot_p99_s", tpot_p99_s)
+    if not hasattr(result, "ttft_s") or not hasattr(result, "tpot_s"):
+        raise TypeError(f"result: {result!r} is not a simulated run (SimResult)")
+    if len(result) == 0:
+        raise ValueError("result: the run holds no requests")
+    tpot_s = np.nan_to_num(result.tpot_s, nan=0.0)
+    return float(np.mean((result.ttft_s <= ttft) & (tpot_s <= tpot)))
+
+
+def _widths(candidate: Candidate, model: str) -> list[int]:
+    hw = specs.chip(candidate.chip)
+    widths = []
+    for tp in (1, 2, 4, 8, 16, 32):
+        if tp > candidate.chips or candidate.chips % tp or tp > hw.domain_chips:
+            continue
+        try:
+            layout(model, hw, candidate.precision, tp=tp)
+        except Infeasible:
+            continue
+        widths.append(tp)
+    return widths
+
+
+def _hbm_slo(candidate: Candidate, service: Service, count: int) -> SloThroughput:
+    from inferlab.simulator import max_rate_within
+    from inferlab.steptime import replica, steady_state, throughput_at_bound
+
+    stack = candidate_stack(candidate)
+    widths = _widths(candidate, service.model)
+    if not widths:
+        hold = fewest_chips(service.model, candidate.chip, candidate.precision)
+        return SloThroughput(candidate, service, candidate.chips, "none", math.nan, math.nan,
+                             math.nan, math.nan, math.nan, math.nan, "refused", stack.name,
+                             f"does not fit: {service.model} at {candidate.precision} needs "
+                             f"{hold} x {candidate.chip}")
+    prompt, output = service.lengths()
+    requests = make_requests(count, prompt, output, rate_per_s=1.0, seed=SLO_SEED)
+    longest = int(requests.prompt_tokens.max() + requests.output_tokens.max())
+    mean_out = float(np.mean(requests.output_tokens))
+    best = None
+    for tp in widths:
+        rep = replica(service.model, candidate.chip, tp, candidate.precision,
+                      **stack.replica_parameters())
+        try:
+            rep.layout.check(1, longest)
+        except Infeasible:
+            continue
+        state = steady_state(rep, CONCURRENCY_GRID, service.prompt_tokens,
+                             service.output_tokens)
+        if not service.batch and float(rep.decode_step_s(1, 1)) > service.tpot_p99_s:
+            # A step of one request at the shortest context is the fastest this replica
+            # takes; above the bound no request can meet it, so nothing to simulate.
+            rate, run, front, good = 0.0, None, 0.0, 0.0
+        elif service.batch:
+            run = offline_throughput(rep, requests, SLO_SCHEDULER)
+            rate, front = run.requests_per_s, float(np.max(state.per_chip_tok_s[state.fits]))
+            good = 1.0
+        else:
+            bounded = max_rate_within(rep, requests, service.ttft_p99_s, service.tpot_p99_s,
+                                      SLO_SCHEDULER, iterations=SLO_ITERATIONS)
+            rate, run = bounded.rate_per_s, bounded.result
+            front = throughput_at_bound(state, service.per_user_tok_s)
+            good = (goodput_fraction(run, service.ttft_p99_s, service.tpot_p99_s)
+                    if run is not None else 0.0)
+        per_chip = rate * mean_out / tp
+        found = SloThroughput(
+            candidate, service, candidate.chips, f"tp {tp} x {candidate.chips // tp}",
+            per_chip, front, math.nan,
+            run.percentile("ttft", 99) if run is not None else math.nan,
+            run.percentile("tpot", 99) if run is not None else math.nan, good,
+            "simulated" if not service.batch else "simulated (Offline)", stack.name,
+            "continuous batching, chunked prefill, paged cache (fixed-shape padding left out)"
+            if candidate.family == "fixed-function" else "")
+        if best is None or found.tok_s_per_chip > best.tok_s_per_chip:
+            best = found
+    # The fastest single stream: batch 1 over the widest split the system allows.
+    widest = replica(service.model, candidate.chip, widths[-1], candidate.precision,
+                     **stack.replica_parameters())
+    batch1 = 1.0 / float(widest.decode_step_s(1, service.context_tokens))
+    return replace(best, batch1_tok_s=batch1)
+
+
+#: Pipeline lengths tried for an SRAM machine, as multiples of the fewest chips that hold
+#: the model: more stages leave more SRAM for the cache of more users.
+PIPELINE_MULTIPLES = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
+
+
+def _pipeline_slo(candidate: Candidate, service: Service) -> SloThroughput:
+    from inferlab.roofline import params_read, sustained_flop_per_s
+
+    hw = specs.chip(candidate.chip)
+    spec = specs.model(service.model)
+    context = service.context_tokens
+    hold = fewest_chips(spec, hw, candidate.precision, context_tokens=context)
+    eff = ATTAINABLE_FRACTION
+    stack = f"assumed ({eff:.0%} of peak)"
+    weights = weight_bytes(params_read(spec, 1), candidate.precision)
+    batch1 = hw.memory_bandwidth_bytes_per_s * eff / weights
+    try:
+        peak = sustained_flop_per_s(hw, candidate.precision)
+    except ValueError:
+        peak = math.nan
+    if not math.isfinite(peak):
+        return SloThroughput(candidate, service, hold, f"pp {hold}", math.nan, math.nan,
+                             batch1, math.nan, math.nan, math.nan, "pipeline closed form",
+                             stack, "no compute peak published in data/hardware.csv: the "
+                             "memory bound alone would allow any batch, so no throughput")
+    flop_per_token = 2.0 * spec.params_active * (1 + service.prompt_tokens
+                                                 / service.output_tokens)
+    p99_prompt = float(np.percentile(service.lengths()[0].sample(
+        4000, np.random.default_rng(SLO_SEED)), 99))
+    best = SloThroughput(candidate, service, hold, f"pp {hold}", 0.0, 0.0, batch1, math.nan,
+                         math.nan, 0.0, "pipeline closed form", stack,
+                         "no pipeline length meets the bounds")
+    for chips in sorted({int(math.ceil(hold * m)) for m in PIPELINE_MULTIPLES}):
+        lay = layout(spec, hw, candidate.precision, pp=chips)
+        users = lay.max_batch(context)
+        if users < 1:
+            continue
+        # U users in flight over `chips` stages, U / chips per micro-batch: a token waits
+        # for its micro-batch to pass every stage; each stage reads its share of the
+        # weights and of its micro-batch's cache at one chip's bandwidth, or computes.
+        u = np.arange(1, users + 1, dtype=float)
+        micro = u / chips
+        memory_s = ((weights + micro * context * lay.kv_bytes_per_token_per_chip * chips)
+                    / (hw.memory_bandwidth_bytes_per_s * eff))
+        interval = np.maximum(memory_s, micro * flop_per_token / (peak * eff))
+        ttft = 2.0 * spec.params_active * p99_prompt / (chips * peak * eff) + interval
+        ok = np.ones_like(u, dtype=bool) if service.batch else (
+            (interval <= service.tpot_p99_s) & (ttft <= service.ttft_p99_s))
+        if not np.any(ok):
+            continue
+        per_chip = micro / interval
+        index = int(np.argmax(np.where(ok, per_chip, -1.0)))
+        if per_chip[index] <= best.tok_s_per_chip:
+            continue
+        lay.check(int(u[index]), context)
+        best = SloThroughput(candidate, service, chips, f"pp {chips}", float(per_chip[index]),
+                             float(per_chip[index]), batch1, float(ttft[index]),
+                             float(interval[index]), 1.0, "pipeline closed form", stack,
+                             f"{int(u[index]):,} users in flight on {chips} chips ({hold} hold "
+                             "the model); deterministic schedule, so p99 = p50")
+    return best
+
+
+@cache
+def _slo(candidate: Candidate, service: Service, count: int) -> SloThroughput:
+    if candidate.chips is None:
+        return _pipeline_slo(candidate, service)
+    return _hbm_slo(candidate, service, count)
+
+
+def slo_throughput(candidate: Candidate = REFERENCE, service: Service = Service()
+                   ) -> SloThroughput:
+    """Output tokens per second per chip that ``candidate`` gives ``service`` at its bounds.
+
+    HBM systems (GPUs, fixed-shape chips): every tensor-parallel width that fits the
+    system and its scale-up domain (:mod:`inferlab.feasibility`), each with
+    ``chips / tp`` data-parallel replicas of the step-time model
+    (:func:`inferlab.steptime.replica`) on the candidate's stack
+    (:func:`candidate_stack`); the serving simulator finds the highest Poisson rate
+    whose p99 TTFT and p99 TPOT meet the bounds (:func:`inferlab.simulator.max_rate_within`,
+    the idea of MLPerf's Server scenario without its duration and early-stopping rules),
+    or the Offline rate for batch work; the best width wins.
+
+    SRAM machines (Groq, Cerebras): a pipeline over the fewest chips that hold the
+    weights and one request, with ``U`` users in flight in ``chips`` micro-batches, in
+    closed form: ``interval = max((W + (U / chips) x context x kv) / (B x e),
+    (U / chips) x flop_per_token / (peak x e))`` per token, ``tok/s per chip = (U / chips)
+    / interval``, the most users the cache room holds (the feasibility layer), TTFT the
+    p99 prompt's FLOPs over the pipeline's chips plus one interval. Where no compute peak
+    is published the throughput is ``nan`` (memory alone bounds nothing at batch).
+
+    Cached; the requests are :data:`SLO_REQUESTS` drawn with :data:`SLO_SEED`.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    checks.instance("candidate", candidate, Candidate)
+    checks.instance("service", service, Service)
+    return _slo(candidate, service, SLO_REQUESTS)
+
+
+# --- cost -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ChipPrice:
+    """One row of ``data/prices.csv`` per chip: dollars per chip-hour, when, from whom."""
+
+    id: str
+    chip: str
+    usd_per_chip_hour: float
+    offer: str
+    price_kind: str
+    date: str
+    provider: str
+    source: str
+
+
+def chip_price(price_id: str = "packetai-b200-on-demand") -> ChipPrice:
+    """The price of one chip-hour in row ``price_id`` of ``data/prices.csv``.
+
+    The row's ``usd_per_hour`` is for ``chips`` chips (an 8-GPU instance, a v5e-8
+    slice), so the chip-hour is that over ``chips``. Every row is a list price:
+    on-demand or capacity-block rates as published, before any negotiated discount.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    checks.text("price_id", price_id)
+    table = load_table("prices")
+    rows = table[table["id"] == price_id]
+    if rows.empty:
+        raise ValueError(f"price_id: {price_id!r} is not in data/prices.csv; known: "
+                         f"{', '.join(table['id'])}")
+    row = rows.iloc[0]
+    return ChipPrice(row["id"], row["chip"], float(row["usd_per_hour"]) / int(row["chips"]),
+                     row["offer"], row["price_kind"], str(row["date"]), row["provider"],
+                     row["source"])
+
+
+def cost_per_million_tokens(chips: int = 8, usd_per_chip_hour: float = 3.75,
+                            tokens_per_s: float = 10_000.0) -> float:
+    """Dollars per million output tokens: ``chips x $/chip-hour / (tokens/s x 3600 / 1e6)``.
+
+    ``tokens_per_s`` is what the ``chips`` serve together at the latency promise
+    (:func:`slo_throughput`), not at the largest batch; the price is an input (a list
+    price from :func:`chip_price`, or your own quote). Idle time is not counted: at
+    less than full load the cost per token rises by the inverse of the load.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    count = checks.whole("chips", chips)
+    price = checks.non_negative("usd_per_chip_hour", usd_per_chip_hour, high=1e6)
+    rate = checks.positive("tokens_per_s", tokens_per_s, high=1e12)
+    return checks.finite_result(count * price / (rate * 3600.0 / 1e6),
+                                "chips", "usd_per_chip_hour", "tokens_per_s")
+
+
+def break_even_usd_per_chip_hour(usd_per_mtok: float = 0.5,
+                                 tokens_per_s_per_chip: float = 1000.0) -> float:
+    """The chip-hour price at which a chip serving ``tokens_per_s_per_chip`` costs
+    ``usd_per_mtok``: the cost formula solved for the price, ``$/Mtok x tok/s x 3600 / 1e6``.
+
+    For machines whose chip-hour is not sold (Groq, Cerebras sell tokens): what a chip-hour
+    would have to cost to match another system's $/Mtok. Used in chapter 'Choosing hardware'.
+    """
+    usd = checks.non_negative("usd_per_mtok", usd_per_mtok, high=1e6)
+    rate = checks.positive("tokens_per_s_per_chip", tokens_per_s_per_chip, high=1e12)
+    return usd * rate * 3600.0 / 1e6
+
+
+def energy_per_token_j(board_power_w: float = 1000.0, tokens_per_s_per_chip: float = 1000.0
+                       ) -> float:
+    """Joules per output token of a chip at its power limit: ``W / (tokens/s)``.
+
+    An upper bound on the chip's own energy (it draws its limit only when busy) that
+    leaves out the host, the network and cooling. Used in chapter 'Choosing hardware'.
+    """
+    power = checks.positive("board_power_w", board_power_w, high=1e6)
+    rate = checks.positive("tokens_per_s_per_chip", tokens_per_s_per_chip, high=1e12)
+    return checks.finite_result(power / rate, "board_power_w", "tokens_per_s_per_chip")
+
+
+def systems_needed(tokens_per_day: float = 1e9, system_tok_s: float = 10_000.0) -> int:
+    """Systems to serve ``tokens_per_day`` at ``system_tok_s`` each, at the day's mean rate.
+
+    ``ceil(tokens_per_day / 86,400 / system_tok_s)``: peaks above the mean need more.
+    Used in chapter 'Choosing hardware'.
+    """
+    volume = checks.real("tokens_per_day", tokens_per_day, low=1.0, high=1e15)
+    rate = checks.positive("system_tok_s", system_tok_s, high=1e12)
+    return int(math.ceil(volume / DAY_S / rate))
+
+
+RANK_BY = ("tok_s_per_chip", "usd_per_mtok")
+
+
+def rank_systems(service: Service = Service(), candidates: tuple[Candidate, ...] = CANDIDATES,
+                 *, by: str = "usd_per_mtok") -> pd.DataFrame:
+    """Every candidate's throughput at ``service``'s bounds, cost and energy, ranked.
+
+    One row per candidate: tokens/s per chip at the bounds (:func:`slo_throughput`), the
+    front's figure, the p99s reached, goodput, systems and chips for the traffic
+    (:func:`systems_needed`), $/chip-hour (:func:`chip_price`, ``nan`` without a sourced
+    price), $/Mtok (:func:`cost_per_million_tokens`), joules per token at board power
+    (:func:`energy_per_token_j`, ``nan`` without a sourced power). Sorted by ``by``
+    (``"usd_per_mtok"`` ascending or ``"tok_s_per_chip"`` descending); systems that keep
+    the promise but have no figure to rank by (no sourced price) follow, by tokens/s per
+    chip; those that cannot meet the bounds, or cannot be computed, come last.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    return _rank(service, candidates, by, SLO_REQUESTS)
+
+
+def _rank(service: Service, candidates, by: str, count: int) -> pd.DataFrame:
+    by = checks.option("by", by, RANK_BY)
+    checks.instance("service", service, Service)
+    if not isinstance(candidates, tuple | list) or not candidates:
+        raise ValueError(f"candidates: {candidates!r} is not a non-empty tuple of Candidate")
+    for item in candidates:
+        checks.instance("candidates", item, Candidate)
+    rows = []
+    for cand in candidates:
+        slo = _slo(cand, service, count)
+        hw = specs.chip(cand.chip)
+        price = chip_price(cand.price_id).usd_per_chip_hour if cand.price_id else math.nan
+        usd = energy = math.nan
+        systems = chips_needed = math.nan
+        if slo.meets and math.isfinite(slo.tok_s_per_chip):
+            systems = systems_needed(service.tokens_per_day, slo.system_tok_s)
+            chips_needed = systems * slo.chips
+            if math.isfinite(price):
+                usd = cost_per_million_tokens(slo.chips, price, slo.system_tok_s)
+            if math.isfinite(hw.board_power_w):
+                energy = energy_per_token_j(hw.board_power_w, slo.tok_s_per_chip)
+        rows.append({"system": cand.name, "family": FAMILY_LABELS[cand.family],
+                     "layout": slo.layout, "tok_s_per_chip": slo.tok_s_per_chip,
+                     "front_tok_s_per_chip": slo.front_tok_s_per_chip,
+                     "batch1_tok_s": slo.batch1_tok_s, "ttft_p99_s": slo.ttft_p99_s,
+                     "tpot_p99_ms": slo.tpot_p99_s * 1e3, "goodput": slo.goodput,
+                     "systems": systems, "chips": chips_needed, "usd_per_chip_hour": price,
+                     "usd_per_mtok": usd, "j_per_token": energy, "method": slo.method,
+                     "note": slo.note})
+    frame = pd.DataFrame(rows)
+    usable = frame["tok_s_per_chip"].fillna(0) > 0
+    # Systems that keep the promise and have a figure to rank by, then those that keep it
+    # without one (no sourced price), then the rest; within each, by `by`.
+    group = np.where(usable & frame[by].notna(), 0, np.where(usable, 1, 2))
+    sign = 1.0 if by == "usd_per_mtok" else -1.0
+    order = sorted(range(len(frame)), key=lambda i: (
+        group[i], sign * frame[by].iloc[i] if group[i] == 0 else 0.0,
+        -frame["tok_s_per_chip"].fillna(0).iloc[i]))
+    return frame.iloc[order].reset_index(drop=True)
+
+
+# --- speculative decoding, for every family ------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpeculationNeed:
+    """What speculative decoding must do to lift ``plain_tok_s`` to ``target_tok_s``.
+
+    ``speedup`` is the ratio; ``acceptance_rate`` and ``draft_tokens`` the most
+    forgiving setting that reaches it under chapter 'Prefill and decode''s model
+    (:func:`inferlab.speculative.least_acceptance_for_speedup`): 0 and 0 if plain
+    decoding already does. :func:`speculation_needed` refuses a target no draft up to
+    :data:`MAX_SPECULATIVE_DRAFT` tokens can reach.
+    """
+
+    plain_tok_s: float
+    target_tok_s: float
+    speedup: float
+    acceptance_rate: float
+    draft_tokens: int
+    draft_cost_ratio: float
+
+
+def speculation_needed(plain_tok_s: float = 60.0, target_tok_s: float = 400.0,
+                       draft_cost_ratio: float = DRAFT_COST_RATIO) -> SpeculationNeed:
+    """The acceptance rate and draft length that lift ``plain_tok_s`` to ``target_tok_s``.
+
+    ``speedup = target / plain``; the least acceptance over draft lengths up to
+    :data:`MAX_SPECULATIVE_DRAFT` (:func:`inferlab.speculative.least_acceptance_for_speedup`,
+    ``E(a, k) / (1 + k c)``, Leviathan et al. 2023); ``ValueError`` naming
+    ``target_tok_s`` if even every guess accepted cannot reach it. Verification is taken to cost one
+    decode step, which holds at batch 1 on HBM and flatters SRAM chips, where checking
+    ``k + 1`` positions is compute-bound: there the acceptance is a lower bound.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    from inferlab.speculative import least_acceptance_for_speedup
+
+    plain = checks.positive("plain_tok_s", plain_tok_s, high=1e9)
+    target = checks.positive("target_tok_s", target_tok_s, high=1e9)
+    cost = checks.fraction("draft_cost_ratio", draft_cost_ratio)
+    ratio = target / plain
+    if ratio <= 1:
+        return SpeculationNeed(plain, target, ratio, 0.0, 0, cost)
+    try:
+        rate, draft = least_acceptance_for_speedup(ratio, cost, MAX_SPECULATIVE_DRAFT)
+    except ValueError:
+        raise ValueError(f"target_tok_s: {target:g} is {ratio:.3g} times plain_tok_s "
+                         f"{plain:g}, out of reach with at most {MAX_SPECULATIVE_DRAFT} draft "
+                         f"tokens at draft_cost_ratio {cost:g}, even if every guess is "
+                         "accepted") from None
+    return SpeculationNeed(plain, target, ratio, rate, draft, cost)
+
+
+# --- the leaderboard's time to first token and hidden tokens ---------------------------
+
+
+def end_to_end_s(ttft_s: float = 0.2, tok_s: float = 100.0, output_tokens: int = 500) -> float:
+    """Seconds to receive an answer of ``output_tokens`` tokens: ``TTFT + n / rate``.
+
+    The leaderboard's two columns combined; it says when a higher rate beats a shorter
+    wait (short answers favour a small TTFT, long ones a high rate).
+    Used in chapter 'Choosing hardware'.
+    """
+    ttft = checks.non_negative("ttft_s", ttft_s, high=3600.0)
+    rate = checks.positive("tok_s", tok_s, high=1e9)
+    n = checks.whole("output_tokens", output_tokens, maximum=10**7)
+    return ttft + n / rate
+
+
+def generated_tok_s(visible_tok_s: float = 40.0, hidden_per_visible: float = 4.0) -> float:
+    """The generated rate of a reasoning model whose visible rate is ``visible_tok_s``.
+
+    ``visible x (1 + hidden_per_visible)``, where ``hidden_per_visible`` is the number of
+    thinking tokens generated per token shown, an assumption the leaderboard does not
+    give (providers bill the hidden tokens but do not stream them).
+    Used in chapter 'Choosing hardware'.
+    """
+    visible = checks.positive("visible_tok_s", visible_tok_s, high=1e9)
+    hidden = checks.non_negative("hidden_per_visible", hidden_per_visible, high=1e4)
+    return visible * (1.0 + hidden)
+
+
+# --------------------------------------------------------------------------------------
 # Explorer: a workload -> the families that fit
 # --------------------------------------------------------------------------------------
 
@@ -944,9 +1582,13 @@ def _decide_render_factory(ax):
     return render
 
 
-@register("hw_decide", "analytic", CHAPTER)
+@register("hw_decide", "simulation", CHAPTER)
 def decide_explorer() -> Explorer:
-    """Sliders: model, precision, speed per user, tail bound, change rate, volume."""
+    """Sliders: model, precision, speed per user, tail bound, change rate, volume.
+
+    A simulation explorer: :func:`decide` reads the tails of :func:`latency_spread`,
+    which runs the serving simulator (once; it is cached).
+    """
     import ipywidgets as w
 
     controls = {
@@ -967,3 +1609,102 @@ def decide_explorer() -> Explorer:
     render(decide_explorer_compute(**{k: c.value for k, c in controls.items()}))
     plt.close(fig)
     return Explorer(decide_explorer_compute, render, controls, fig)
+
+
+# --------------------------------------------------------------------------------------
+# Explorer: a service and its promise -> systems ranked by tokens/s per chip and $/Mtok
+# --------------------------------------------------------------------------------------
+
+#: The models the ranking explorer offers.
+RANK_MODELS = ("Llama 3.1 8B", "Llama 3.1 70B", "Llama 3.1 405B")
+
+
+def rank_explorer_compute(model: str = "Llama 3.1 70B", per_user_tok_s: float = 25.0,
+                          ttft_p99_s: float = 2.0, log10_tokens_per_day: float = 9.0,
+                          prompt_tokens: float = 1000.0, output_tokens: float = 300.0
+                          ) -> pd.DataFrame:
+    """The ranking explorer's pure function: :func:`rank_systems` for one service.
+
+    ``per_user_tok_s`` sets the p99 TPOT bound (``1 / per_user_tok_s``); 0 means batch
+    work, with no latency bound at all (``ttft_p99_s`` is then ignored). Bounded to the
+    sliders' ranges; each search draws :data:`EXPLORER_SLO_REQUESTS` requests, fewer than
+    :func:`rank_systems`, so its figures are a little noisier.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    checks.option("model", model, RANK_MODELS)
+    rate = checks.real("per_user_tok_s", per_user_tok_s, low=0.0, high=2000.0)
+    ttft = checks.real("ttft_p99_s", ttft_p99_s, low=0.05, high=60.0)
+    volume = checks.real("log10_tokens_per_day", log10_tokens_per_day, low=6.0, high=12.0)
+    prompt = checks.real("prompt_tokens", prompt_tokens, low=16.0, high=8192.0)
+    output = checks.real("output_tokens", output_tokens, low=16.0, high=4096.0)
+    bounds = (math.inf, math.inf) if rate == 0 else (ttft, 1.0 / rate)
+    service = Service("explorer", model, prompt, output, *bounds, tokens_per_day=10.0**volume)
+    return _rank(service, CANDIDATES, "usd_per_mtok", EXPLORER_SLO_REQUESTS)
+
+
+def _rank_render_factory(ax):
+    names = [c.name for c in CANDIDATES]
+    y = np.arange(len(names))
+    bars = ax.barh(y, np.ones(len(names)), color=PALETTE[0])
+    ax.set_yticks(y, names)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlim(1, 3e4)
+    ax.set_xlabel("output tokens/s per chip at the promise (log)")
+    label_kind(ax, "modelled")
+    texts = [ax.text(1.3, i, "", va="center", fontsize=8) for i in y]
+    title = ax.set_title("", fontsize=9)
+
+    def render(frame: pd.DataFrame) -> str:
+        rows = frame.set_index("system")
+        lines = []
+        for bar, text, name in zip(bars, texts, names, strict=True):
+            row = rows.loc[name]
+            rate = row["tok_s_per_chip"]
+            meets = rate == rate and rate > 0
+            bar.set_width(rate if meets else 1.0)
+            bar.set_color(PALETTE[2] if meets else "#999999")
+            usd = row["usd_per_mtok"]
+            cost = f"${usd:.2f}/Mtok" if usd == usd else "no sourced price"
+            label = (f"{rate:,.0f} tok/s/chip, {cost}, {row['chips']:,.0f} chips" if meets
+                     else "cannot meet it" if rate == 0 else "not computed")
+            text.set_text(label)
+            lines.append(f"{name}: {label}")
+        best = frame.iloc[0]
+        priced = best["usd_per_mtok"] == best["usd_per_mtok"]
+        title.set_text("no system meets the promise" if not best["tok_s_per_chip"] > 0 else
+                       f"cheapest that meets the promise: {best['system']}" if priced else
+                       f"meets the promise, no sourced price: {best['system']}")
+        return " | ".join(lines)
+
+    return render
+
+
+@register("hw_rank", "simulation", CHAPTER)
+def rank_explorer() -> Explorer:
+    """Sliders: model, speed per user (0: batch work), p99 TTFT, volume, prompt and output.
+
+    Each move runs the serving simulator for every HBM system (a few seconds).
+    """
+    import ipywidgets as w
+
+    controls = {
+        "model": w.Dropdown(options=list(RANK_MODELS), value="Llama 3.1 70B",
+                            description="model"),
+        "per_user_tok_s": w.FloatSlider(value=25.0, min=0.0, max=500.0, step=5.0,
+                                        description="tok/s/user"),
+        "ttft_p99_s": w.FloatSlider(value=2.0, min=0.1, max=10.0, step=0.1,
+                                    description="p99 TTFT s"),
+        "log10_tokens_per_day": w.FloatSlider(value=9.0, min=6.0, max=12.0, step=0.1,
+                                              description="log10 tok/day"),
+        "prompt_tokens": w.FloatSlider(value=1000.0, min=100.0, max=4000.0, step=100.0,
+                                       description="prompt"),
+        "output_tokens": w.FloatSlider(value=300.0, min=50.0, max=2000.0, step=50.0,
+                                       description="output"),
+    }
+    fig, ax = figure(figsize=(9, 3.6))
+    render = _rank_render_factory(ax)
+    render(rank_explorer_compute(**{k: c.value for k, c in controls.items()}))
+    plt.close(fig)
+    return Explorer(rank_explorer_compute, render, controls, fig)

@@ -78,21 +78,21 @@ def test_nodes_that_cannot_hold_or_reach_are_refused():
     with pytest.raises(Infeasible) as refused:  # 16 GPUs exceed the 8-GPU NVLink domain
         family_floor("Llama 3.1 70B", "gpu", "fp8", chip="NVIDIA B200", chips=16)
     assert refused.value.kind == "domain"
-    with pytest.raises(Infeasible) as refused:  # 1.34 TB on 8 x 141 GB
+    with pytest.raises(Infeasible) as refused:  # 1.34 TB on 8 x 180 GB (B200, the reference)
         family_floor("DeepSeek-V3", "gpu", "fp16")
     assert refused.value.kind == "capacity"
     # The guide turns the refusal into the reason against, with the chips it would take.
     verdict = decide(model="DeepSeek-V3", precision="fp16").verdict("gpu")
     assert verdict.floor is None and not verdict.fits
     assert verdict.against[0].computed_by == "feasibility.layout"
-    assert verdict.against[0].value == fewest_chips("DeepSeek-V3", "NVIDIA H200 SXM", "fp16",
+    assert verdict.against[0].value == fewest_chips("DeepSeek-V3", "NVIDIA B200", "fp16",
                                                     context_tokens=2048)
 
 
 def test_gpu_ceiling_is_node_bandwidth_over_active_bytes():
-    floor = family_floor("Llama 3.1 70B", "gpu", "fp8")
+    floor = family_floor("Llama 3.1 70B", "gpu", "fp8")  # the reference: 8 x B200, 8 TB/s each
     model = specs.model("Llama 3.1 70B")
-    expected = 8 * 4.8e12 / model.params_active
+    expected = 8 * 8.0e12 / model.params_active
     assert floor.chips_used == 8
     assert floor.ceiling_tok_s == pytest.approx(expected)
     assert floor.chips_to_hold == 1
@@ -235,7 +235,8 @@ def test_row_above_ceiling_with_weights_in_hbm_means_speculation():
 def test_explorer_registered_and_redraws():
     # Its speed is measured by benchmarks/widgets.py, not asserted here.
     entry = REGISTRY["hw_decide"]
-    assert entry.chapter == "07_choosing_hardware" and entry.kind == "analytic"
+    # decide reads latency_spread's simulated tails, so the explorer is a simulation.
+    assert entry.chapter == "07_choosing_hardware" and entry.kind == "simulation"
     explorer = entry.factory()
     explorer.update(**explorer.values())
     text = explorer.update(model="Llama 3.1 8B", precision="fp16", per_user_tok_s=100.0,
@@ -249,3 +250,116 @@ def test_explorer_registered_and_redraws():
 def test_families_have_reference_chips():
     for family in FAMILIES:
         specs.chip(choosing.FAMILY_CHIPS[family])
+
+
+# --- throughput at a promise, and cost --------------------------------------------------
+
+from inferlab.choosing import (  # noqa: E402
+    CANDIDATES,
+    REFERENCE,
+    Service,
+    break_even_usd_per_chip_hour,
+    chip_price,
+    cost_per_million_tokens,
+    rank_systems,
+    slo_throughput,
+    speculation_needed,
+    systems_needed,
+)
+
+
+def test_cost_per_million_tokens_is_the_formula():
+    # 8 chips at $2/chip-hour serving 4,000 tok/s: $16 an hour over 14.4 M tokens an hour.
+    assert cost_per_million_tokens(8, 2.0, 4000.0) == pytest.approx(16 / 14.4)
+    assert cost_per_million_tokens(8, 0.0, 4000.0) == 0.0
+
+
+@pytest.mark.parametrize("rate", [1.0, 10.0, 1e3, 1e5])
+def test_cost_falls_as_throughput_rises_and_rises_with_chips_and_price(rate):
+    base = cost_per_million_tokens(8, 3.0, rate)
+    assert cost_per_million_tokens(8, 3.0, 2 * rate) == pytest.approx(base / 2)
+    assert cost_per_million_tokens(8, 3.0, rate * 1.01) < base
+    assert cost_per_million_tokens(16, 3.0, rate) == pytest.approx(2 * base)
+    assert cost_per_million_tokens(8, 6.0, rate) == pytest.approx(2 * base)
+    # The break-even price inverts the formula for one chip.
+    assert break_even_usd_per_chip_hour(cost_per_million_tokens(1, 3.0, rate), rate) == (
+        pytest.approx(3.0))
+
+
+@pytest.mark.parametrize("argument, args", [
+    ("chips", (0, 3.0, 100.0)), ("chips", (2.5, 3.0, 100.0)),
+    ("usd_per_chip_hour", (8, -1.0, 100.0)), ("usd_per_chip_hour", (8, math.nan, 100.0)),
+    ("tokens_per_s", (8, 3.0, 0.0)), ("tokens_per_s", (8, 3.0, math.inf)),
+])
+def test_cost_refuses_bad_input_by_name(argument, args):
+    with pytest.raises(ValueError, match=argument):
+        cost_per_million_tokens(*args)
+
+
+def test_prices_are_dated_list_prices_per_chip():
+    b200 = chip_price("packetai-b200-on-demand")
+    assert b200.chip == "NVIDIA B200" and b200.price_kind == "list" and b200.date
+    # The AWS row is for an 8-GPU instance; the chip-hour is an eighth of it.
+    assert chip_price("aws-capacity-block-p5-h100").usd_per_chip_hour == pytest.approx(
+        39.33 / 8)
+    with pytest.raises(ValueError, match="price_id"):
+        chip_price("no-such-row")
+    for cand in CANDIDATES:
+        if cand.price_id:
+            assert chip_price(cand.price_id).chip == cand.chip
+
+
+def test_service_refuses_bad_bounds_by_name():
+    with pytest.raises(ValueError, match="tpot_p99_s"):
+        Service(tpot_p99_s=0.0)
+    with pytest.raises(ValueError, match="tpot_p99_s"):
+        Service(ttft_p99_s=2.0, tpot_p99_s=math.inf)  # bound both or neither
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        Service(prompt_tokens=math.nan)
+    with pytest.raises(ValueError, match="model"):
+        Service(model="GPT-9")
+    assert Service(ttft_p99_s=math.inf, tpot_p99_s=math.inf).batch
+
+
+def test_tighter_promise_never_raises_throughput():
+    services = [Service(ttft_p99_s=math.inf, tpot_p99_s=math.inf)]
+    services += [Service(tpot_p99_s=tpot) for tpot in (0.2, 0.05, 0.03, 0.02)]
+    rates = [slo_throughput(REFERENCE, service).tok_s_per_chip for service in services]
+    assert all(a >= b for a, b in zip(rates, rates[1:], strict=False)), rates
+    assert rates[-1] < rates[1]
+    # Below the calibrated stack's batch-1 step no rate meets the bound at all.
+    assert slo_throughput(REFERENCE, Service(tpot_p99_s=0.005)).tok_s_per_chip == 0.0
+
+
+def test_slo_throughput_meets_its_own_bounds_and_stays_under_the_front():
+    found = slo_throughput(REFERENCE, Service())
+    assert found.meets and found.ttft_p99_s <= 2.0 and found.tpot_p99_s <= 0.04
+    assert found.goodput >= 0.98  # 99 % within each bound leaves at least 98 % within both
+    assert found.tok_s_per_chip <= found.front_tok_s_per_chip
+    with pytest.raises(TypeError, match="candidate"):
+        slo_throughput("8 x B200", Service())
+
+
+def test_ranking_puts_the_cheapest_first_and_systems_cover_the_traffic():
+    service = Service(tokens_per_day=5e9)
+    frame = rank_systems(service)
+    costs = frame["usd_per_mtok"].dropna().to_numpy()
+    assert np.all(np.diff(costs) >= 0)
+    first = frame.iloc[0]
+    chips_per_system = first["chips"] / first["systems"]
+    assert first["systems"] * chips_per_system * first["tok_s_per_chip"] * 86_400 >= 5e9
+    assert systems_needed(86_400.0, 1.0) == 1 and systems_needed(86_401.0, 1.0) == 2
+    with pytest.raises(ValueError, match="by"):
+        rank_systems(service, by="speed")
+
+
+def test_speculation_needed_reaches_the_target_with_the_acceptance_it_names():
+    from inferlab.speculative import speedup
+
+    need = speculation_needed(60.0, 400.0, 0.05)
+    assert need.speedup == pytest.approx(400 / 60)
+    assert speedup(need.acceptance_rate, need.draft_tokens, 0.05) == pytest.approx(
+        need.speedup, rel=1e-6)
+    assert speculation_needed(500.0, 400.0).acceptance_rate == 0.0
+    with pytest.raises(ValueError, match="target_tok_s"):
+        speculation_needed(1.0, 400.0)  # 400x: beyond 17 tokens a pass

@@ -29,7 +29,7 @@ def test_ex_hw_chips_are_the_fewest_that_hold_every_expert(answers):
     params = specs.model("DeepSeek-V3").params_total  # all 671 B, not the 37 B active
     for key, chip, bytes_per_weight in (("ex_hw_chips_lpu_int8", "Groq LPU (GroqChip)", 1),
                                         ("ex_hw_chips_lpu_fp16", "Groq LPU (GroqChip)", 2),
-                                        ("ex_hw_chips_h200_fp8", "NVIDIA H200 SXM", 1)):
+                                        ("ex_hw_chips_b200_fp8", "NVIDIA B200", 1)):
         usable = (1 - RESERVE) * specs.chip(chip).memory_capacity_bytes
         chips = answers[key]
         assert (chips - 1) * usable < params * bytes_per_weight <= chips * usable, key
@@ -81,10 +81,36 @@ def test_ex_hw_groq_claim_is_above_the_hbm_node_and_the_pipeline(answers):
 @pytest.mark.build
 def test_ex_hw_decide_a_slow_small_model_needs_no_sram_machine(answers):
     assert answers["ex_hw_decide_fits"] == ("gpu", "fixed-function")
-    # 40 tok/s is far below what one H200 gives an 8 B BF16 model at batch 1.
-    h200 = specs.chip("NVIDIA H200 SXM")
-    assert h200.memory_bandwidth_bytes_per_s / (specs.model("Llama 3.1 8B").params_total * 2) > 40
+    # 40 tok/s is far below what one B200 gives an 8 B BF16 model at batch 1.
+    b200 = specs.chip("NVIDIA B200")
+    assert b200.memory_bandwidth_bytes_per_s / (specs.model("Llama 3.1 8B").params_total * 2) > 40
     # The SRAM families are refused first because the workload needs nothing a GPU node
     # cannot give; the reason carries the chips one copy of the model takes.
     assert answers["ex_hw_decide_against"] == {"lpu": "feasibility.fewest_chips",
                                                "dataflow": "feasibility.fewest_chips"}
+
+
+@pytest.mark.build
+def test_ex_hw_cost_price_solves_the_cost_formula(answers):
+    # $1 per million tokens: price x 1 chip / (tok/s x 3600 / 1e6) = 1.
+    rate = answers["ex_hw_cost_b8_chat_tok"]
+    assert answers["ex_hw_cost_dollar_price"] == pytest.approx(rate * 3600 / 1e6)
+    h200 = 2.25  # data/prices.csv, packetai-h200-on-demand, halved by the exercise
+    assert answers["ex_hw_cost_half_h200"] == pytest.approx(h200 / 2)
+    for name in ("chat", "batch"):
+        h200_cost = answers["ex_hw_cost_half_h200"] / (
+            answers[f"ex_hw_cost_{name}_h8_tok"] * 3600 / 1e6)
+        assert answers["ex_hw_cost_h200_beats"][name] == (
+            h200_cost < answers[f"ex_hw_cost_{name}_b8_usd"])
+
+
+@pytest.mark.build
+def test_ex_hw_spec_acceptance_gives_the_speedup_by_leviathans_formula(answers):
+    plain = answers["ex_hw_spec_plain"]
+    for tag, cost in (("5", 0.05), ("10", 0.10)):
+        a, k = answers[f"ex_hw_spec_accept_{tag}"], answers[f"ex_hw_spec_draft_{tag}"]
+        assert answers[f"ex_hw_spec_speedup_{tag}"] == pytest.approx(300 / plain)
+        expected = (1 - a ** (k + 1)) / (1 - a)  # tokens per target pass
+        assert expected / (1 + k * cost) == pytest.approx(300 / plain, rel=1e-6)
+    # A dearer draft needs more acceptance.
+    assert answers["ex_hw_spec_accept_10"] > answers["ex_hw_spec_accept_5"]
