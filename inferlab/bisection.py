@@ -8,25 +8,27 @@ fewest queries a statistical test needs (:func:`least_integer`); see
 
 from __future__ import annotations
 
-import math
-import numbers
+from inferlab import checks
 
 
-def _check_finite(name: str, value) -> None:
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not math.isfinite(value)):
-        raise ValueError(f"{name}: {value!r} is not allowed; give a finite number")
-
-
-def _check_range(low, high, iterations) -> None:
-    _check_finite("low", low)
-    _check_finite("high", high)
+def _range(low, high, iterations) -> tuple[float, float, int]:
+    low, high = checks.real("low", low), checks.real("high", high)
     if not low < high:
         raise ValueError(f"low: {low!r} is not below high: {high!r}")
-    if not isinstance(iterations, numbers.Integral) or isinstance(iterations, bool) \
-            or not 1 <= iterations <= 200:
-        raise ValueError(f"iterations: {iterations!r} is not allowed; give a whole number "
-                         "in [1, 200]")
+    return low, high, checks.iterations("iterations", iterations)
+
+
+def _at(function, x: float, bounds: str):
+    # A function refusing a point of the range (math.sqrt below 0, a division by 0)
+    # means a range the caller chose badly: say which bounds, not only what the function
+    # said. Subclasses of ValueError (Infeasible, ...) are the function's own refusals,
+    # which its callers catch by type: they pass unchanged.
+    try:
+        return function(x)
+    except (ArithmeticError, ValueError) as error:
+        if type(error) is not ValueError and not isinstance(error, ArithmeticError):
+            raise
+        raise ValueError(f"function: fails at {x!r}, in the range {bounds}: {error}") from error
 
 
 def bisect(function, target: float, low: float, high: float, *, iterations: int,
@@ -37,16 +39,17 @@ def bisect(function, target: float, low: float, high: float, *, iterations: int,
     naming the range reached if ``target`` lies outside it, and for bounds that are
     not finite with ``low < high`` or a non-positive ``iterations``.
     """
-    _check_finite("target", target)
-    _check_range(low, high, iterations)
-    at_low, at_high = function(low), function(high)
+    target = checks.real("target", target)
+    low, high, iterations = _range(low, high, iterations)
+    bounds = f"low={low:g} to high={high:g}"
+    at_low, at_high = _at(function, low, bounds), _at(function, high, bounds)
     lo_value, hi_value = (at_low, at_high) if increasing else (at_high, at_low)
     if not lo_value <= target <= hi_value:
         raise ValueError(f"target: {target:.4g} is outside what [{low:g}, {high:g}] gives "
                          f"({min(at_low, at_high):.4g} to {max(at_low, at_high):.4g})")
     for _ in range(iterations):
         middle = (low + high) / 2
-        below = function(middle) < target
+        below = _at(function, middle, bounds) < target
         if below == increasing:
             low = middle
         else:
@@ -64,7 +67,7 @@ def highest_passing(trial, low: float, high: float, *, iterations: int):
     ``low`` is taken to pass and ``high`` to fail without being tried. Returns
     ``(x, result)`` of the highest trial that passed, or ``(low, None)`` if none did.
     """
-    _check_range(low, high, iterations)
+    low, high, iterations = _range(low, high, iterations)
     best = None
     for _ in range(iterations):
         middle = (low + high) / 2
@@ -80,8 +83,9 @@ def least_integer(passes, low: int, high: int) -> int:
     """The least integer in ``(low, high]`` for which ``passes`` holds, ``passes`` being
     false up to some point and true from there on; ``passes(high)`` must hold and
     ``passes(low)`` is not asked."""
-    if not (isinstance(low, numbers.Integral) and isinstance(high, numbers.Integral)
-            and low < high):
+    low = checks.whole("low", low, minimum=-checks.MAX_COUNT)
+    high = checks.whole("high", high, minimum=-checks.MAX_COUNT)
+    if not low < high:
         raise ValueError(f"low: {low!r} and high: {high!r} must be integers with low < high")
     while high - low > 1:
         middle = (low + high) // 2

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import heapq
 import math
-import numbers
 from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
+
+from inferlab import checks
 
 SCHEDULER_KINDS = ("continuous", "static")
 KV_POLICIES = ("paged", "reserve")
@@ -37,24 +38,8 @@ KV_POLICIES = ("paged", "reserve")
 PAGED_WATERMARK_FRACTION = 0.01
 
 
-def _whole(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
-    return int(value)
-
-
 def _buckets(name: str, values) -> tuple[int, ...]:
-    try:
-        items = tuple(values)
-    except TypeError:
-        raise ValueError(f"{name}: {values!r} is not a sequence of whole numbers") from None
-    if not items:
-        raise ValueError(f"{name}: give at least one bucket")
-    for item in items:
-        _whole(name, item)
-    if list(items) != sorted(set(items)):
-        raise ValueError(f"{name}: {values!r} must be strictly increasing")
-    return tuple(int(item) for item in items)
+    return tuple(int(item) for item in checks.wholes(name, values, increasing=True))
 
 
 @dataclass(frozen=True)
@@ -78,14 +63,15 @@ class FixedShape:
     def __post_init__(self) -> None:
         object.__setattr__(self, "prompt_buckets", _buckets("prompt_buckets", self.prompt_buckets))
         object.__setattr__(self, "batch_buckets", _buckets("batch_buckets", self.batch_buckets))
-        _whole("context_tokens", self.context_tokens)
+        checks.whole("context_tokens", self.context_tokens)
 
     def pad_prompt(self, tokens: int) -> int:
         """The compiled prompt length ``tokens`` is padded to."""
         for bucket in self.prompt_buckets:
             if bucket >= tokens:
                 return bucket
-        raise ValueError(f"prompt_tokens: {tokens} is longer than the largest compiled prompt "
+        checks.whole("tokens", tokens)
+        raise ValueError(f"tokens: {tokens} is longer than the largest compiled prompt "
                          f"bucket ({self.prompt_buckets[-1]})")
 
     def pad_batch(self, batch: int) -> int:
@@ -130,19 +116,15 @@ class Scheduler:
     disaggregated: PrefillPool | None = None
 
     def __post_init__(self) -> None:
-        if self.kind not in SCHEDULER_KINDS:
-            raise ValueError(f"kind: {self.kind!r} is not one of {', '.join(SCHEDULER_KINDS)}")
-        if self.kv_policy not in KV_POLICIES:
-            raise ValueError(f"kv_policy: {self.kv_policy!r} is not one of "
-                             f"{', '.join(KV_POLICIES)}")
-        _whole("max_batch", self.max_batch)
-        _whole("token_budget", self.token_budget)
+        checks.option("kind", self.kind, SCHEDULER_KINDS)
+        checks.option("kv_policy", self.kv_policy, KV_POLICIES)
+        checks.whole("max_batch", self.max_batch)
+        checks.whole("token_budget", self.token_budget)
         if self.reserve_output_tokens is not None:
-            _whole("reserve_output_tokens", self.reserve_output_tokens)
-        timeout = self.batch_timeout_s
-        if not isinstance(timeout, numbers.Real) or math.isnan(timeout) or timeout < 0:
-            raise ValueError(f"batch_timeout_s: {timeout!r} is not allowed; give a number >= 0 "
-                             "(math.inf waits for a full batch)")
+            checks.whole("reserve_output_tokens", self.reserve_output_tokens)
+        # math.inf is allowed: it is the static batcher's "wait for a full batch".
+        if self.batch_timeout_s != math.inf:
+            checks.non_negative("batch_timeout_s", self.batch_timeout_s)
         if self.kind == "continuous" and self.chunked_prefill and self.fixed_shape is None \
                 and self.disaggregated is None and self.token_budget < self.max_batch:
             raise ValueError(f"token_budget: {self.token_budget} is below max_batch "
@@ -393,17 +375,19 @@ class PrefillPool:
     def __post_init__(self) -> None:
         if not callable(self.prefill_s):
             raise ValueError("prefill_s: give a function of the prompt length in tokens")
-        for name in ("kv_bytes_per_token", "transfer_bytes_per_s"):
-            value = getattr(self, name)
-            if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-                    or not math.isfinite(value) or value <= 0):
-                raise ValueError(f"{name}: {value!r} is not allowed; give a positive number")
-        _whole("servers", self.servers)
+        checks.positive("kv_bytes_per_token", self.kv_bytes_per_token)
+        checks.positive("transfer_bytes_per_s", self.transfer_bytes_per_s)
+        checks.whole("servers", self.servers, maximum=checks.MAX_ITEMS)
 
     def ready_s(self, arrival_s: np.ndarray, prompt_tokens: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray]:
         """When each request's prefill ends (its first token) and when its cache is on the
         decode replica: first-come-first-served queueing, prefill, then the transfer."""
+        arrival_s = checks.reals("arrival_s", arrival_s, low=0.0)
+        prompt_tokens = checks.wholes("prompt_tokens", prompt_tokens)
+        if arrival_s.shape != prompt_tokens.shape:
+            raise ValueError(f"prompt_tokens: {prompt_tokens.size} lengths for "
+                             f"{arrival_s.size} arrivals in arrival_s; give one per arrival")
         free = [0.0] * self.servers  # when each prefill server is next free (a heap)
         prefilled = np.empty(len(arrival_s))
         ready = np.empty(len(arrival_s))
@@ -443,8 +427,13 @@ class DisaggregatedPrefill(PrefillPolicy):
 
 
 def elapsed(k: int, m0: float, m1: float) -> float:
-    """Total time of decode steps ``j = 0 .. k-1`` when step ``j`` takes ``m0 + m1 j``."""
-    return k * m0 + m1 * k * (k - 1) / 2
+    """Total time of decode steps ``j = 0 .. k-1`` when step ``j`` takes ``m0 + m1 j``.
+
+    ``k`` from 0 to :data:`inferlab.checks.MAX_COUNT`, ``m0`` and ``m1`` seconds >= 0.
+    """
+    total = _elapsed(checks.whole("k", k, minimum=0), checks.non_negative("m0", m0),
+                     checks.non_negative("m1", m1))
+    return checks.finite_result(total, "k", "m0", "m1")
 
 
 def advance(m0: float, m1: float, k_max: int, tau: float) -> tuple[int, float]:
@@ -455,24 +444,47 @@ def advance(m0: float, m1: float, k_max: int, tau: float) -> tuple[int, float]:
     grow, by ``m1`` a step, as every running request's context grows by one token
     (the step model is memory-bound in decode: see :meth:`inferlab.steptime.Replica.step_s`).
     The sum is quadratic in ``k`` and is inverted exactly, so a long run costs as
-    little as a short one.
+    little as a short one. ``tau`` may be ``math.inf``: no step stops the run early.
     """
-    total = elapsed(k_max, m0, m1)
+    m0, m1 = checks.non_negative("m0", m0), checks.non_negative("m1", m1)
+    k_max = checks.whole("k_max", k_max)
+    if tau != math.inf:
+        tau = checks.non_negative("tau", tau)
+    checks.finite_result(_elapsed(k_max, m0, m1), "m0", "m1", "k_max")
+    return _advance(m0, m1, k_max, tau)
+
+
+# The engines call these two once per run of decode steps, with values they computed
+# themselves: the public functions above check a caller's values, these do not.
+
+
+def _elapsed(k: int, m0: float, m1: float) -> float:
+    return k * m0 + m1 * k * (k - 1) / 2
+
+
+def _advance(m0: float, m1: float, k_max: int, tau: float) -> tuple[int, float]:
+    total = _elapsed(k_max, m0, m1)
     if total < tau:
         return k_max, total
     # The first k with elapsed(k) >= tau, a root of (m1/2) k^2 + (m0 - m1/2) k = tau.
     linear = m0 - m1 / 2
     if m1 > 0:
-        k = math.ceil((-linear + math.sqrt(linear * linear + 2 * m1 * tau)) / m1)
+        # hypot keeps the square root finite where linear**2 would overflow, and where m1
+        # is tiny beside m0 dividing by the sum keeps the digits a difference would cancel:
+        # a root that far off would leave the settling loops below millions of steps to walk.
+        spread = math.hypot(linear, math.sqrt(2 * m1) * math.sqrt(max(tau, 0.0)))
+        root = tau / (linear + spread) * 2 if linear > 0 else (spread - linear) / m1
     else:
-        k = math.ceil(tau / m0) if m0 > 0 else k_max
+        root = tau / m0 if m0 > 0 else k_max
+    # ceil of an infinite root (a step time near zero) would raise: it is k_max anyway.
+    k = math.ceil(root) if root < k_max else k_max
     k = int(min(max(k, 1), k_max))
     # The root is exact but floating point is not: settle on the integer either side.
-    while k > 1 and elapsed(k - 1, m0, m1) >= tau:
+    while k > 1 and _elapsed(k - 1, m0, m1) >= tau:
         k -= 1
-    while k < k_max and elapsed(k, m0, m1) < tau:
+    while k < k_max and _elapsed(k, m0, m1) < tau:
         k += 1
-    return k, elapsed(k, m0, m1)
+    return k, _elapsed(k, m0, m1)
 
 
 # --------------------------------------------------------------------------------------
@@ -712,7 +724,7 @@ class ContinuousEngine:
             m0 = self.step_time(n_run, self.ctx_sum, self.ctx_sum)
             m1 = self.kv_s * n_run
             wasted_per_step = 0
-        k, took = advance(m0, m1, k_max, tau)
+        k, took = _advance(m0, m1, k_max, tau)
         self.segments.append((t, k, m0, m1, n_run, 0))
         t += took
         self.t = t
@@ -824,8 +836,8 @@ class StaticEngine:
                 segments.append((t, steps_needed, m0, m1, size, 0))
                 for i in members:
                     join_step[i] = decode_steps
-                    finish[i] = t + elapsed(out[i] - 1, m0, m1)
-                took = elapsed(steps_needed, m0, m1)
+                    finish[i] = t + _elapsed(out[i] - 1, m0, m1)
+                took = _elapsed(steps_needed, m0, m1)
                 t += took
                 busy += took
                 computed += size * steps_needed

@@ -60,14 +60,13 @@ scenarios over it.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
 import matplotlib.pyplot as plt
 import numpy as np
 
+from inferlab import checks
 from inferlab.bisection import bisect, highest_passing
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import PALETTE, figure, label_kind
@@ -78,7 +77,6 @@ from inferlab.scheduler import (
     Record,
     Scheduler,
     StaticEngine,
-    _whole,
 )
 
 # The scheduling configuration lives in inferlab.scheduler; chapters import it from here.
@@ -433,27 +431,30 @@ def max_rate_within(
     Bisection over ``iterations`` steps between 0 and ``upper_rate_per_s``
     (default: the Offline request rate of the same requests, which no server can
     sustain for long; a short run above it can still look fine, because its queue
-    has not had time to grow). This is the idea of MLPerf's Server scenario
+    has not had time to grow; if given, at least :data:`MIN_SEARCH_RATE_PER_S`).
+    This is the idea of MLPerf's Server scenario
     without its minimum duration and early-stopping test.
 
     Used in chapter 'Batching'.
     """
     if requests.kind != "poisson":
         raise ValueError(f"requests: arrivals are {requests.kind!r}; give Poisson arrivals")
-    for name, value in (("ttft_p99_s", ttft_p99_s), ("tpot_p99_s", tpot_p99_s)):
-        if not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{name}: {value!r} is not allowed; give a positive number of seconds")
-    iterations = _whole("iterations", iterations)
+    ttft_p99_s = checks.positive("ttft_p99_s", ttft_p99_s)
+    tpot_p99_s = checks.positive("tpot_p99_s", tpot_p99_s)
+    iterations = checks.iterations("iterations", iterations)
     if upper_rate_per_s is None:
         offline = offline_throughput(rep, requests, scheduler)
         upper_rate_per_s = offline.requests_per_s
+    else:
+        upper_rate_per_s = checks.real("upper_rate_per_s", upper_rate_per_s,
+                                       low=MIN_SEARCH_RATE_PER_S)
     def trial(rate: float) -> tuple[bool, SimResult]:
         run = simulate(rep, requests.at_rate(rate), scheduler)
         return meets_bounds(run, ttft_p99_s, tpot_p99_s), run
 
     low, best = highest_passing(trial, 0.0, float(upper_rate_per_s), iterations=iterations)
     mean_output = float(np.mean(requests.output_tokens))
-    return BoundedRate(low, low * mean_output, float(ttft_p99_s), float(tpot_p99_s), best)
+    return BoundedRate(low, low * mean_output, ttft_p99_s, tpot_p99_s, best)
 
 
 def fit_efficiency(measure, target: float, *, low: float = 0.05, high: float = 1.0,
@@ -466,11 +467,13 @@ def fit_efficiency(measure, target: float, *, low: float = 0.05, high: float = 1
 
     Used in chapter 'Batching' (calibration against one published result).
     """
-    if not (isinstance(target, numbers.Real) and math.isfinite(target) and target > 0):
-        raise ValueError(f"target: {target!r} is not allowed; give a positive number")
-    if not 0 < low < high <= 1:
+    checks.positive("target", target)
+    low = checks.fraction("low", low, low_open=True)
+    high = checks.fraction("high", high, low_open=True)
+    if low >= high:
         raise ValueError(f"low: {low!r}, high: {high!r}; need 0 < low < high <= 1")
-    return bisect(measure, target, low, high, iterations=_whole("iterations", iterations))
+    return bisect(measure, target, low, high,
+                  iterations=checks.iterations("iterations", iterations))
 
 
 # --------------------------------------------------------------------------------------
@@ -489,6 +492,18 @@ EXPLORER_REQUESTS = 2000
 #: Requests queued at once to find the saturation rate — enough that the last, shrinking
 #: batches (the drain) cost only a few per cent of the run.
 SATURATION_PROBE_REQUESTS = 10_000
+#: The lightest load a simulated load sweep runs: below a thousandth of saturation every
+#: request runs alone, so the tail is the unloaded one, and at loads near the smallest
+#: float the arrival times overflow.
+MIN_LOAD = 1e-3
+#: The widest spread of output lengths the explorers simulate (a standard deviation of
+#: four means, twice the slider's end): far wider, nearly every output is one token long,
+#: and a one-token output has no time per output token.
+MAX_OUTPUT_CV = 4.0
+#: The least upper end of a rate search (one request in eleven days): halved
+#: :data:`inferlab.checks.MAX_ITERATIONS` times it is 6e-67 requests/s, whose arrival
+#: times are still finite floats; an upper end nearer 0 leaves the search rates of 0.
+MIN_SEARCH_RATE_PER_S = 1e-6
 
 
 @cache
@@ -512,6 +527,8 @@ def saturation_rate_per_s(max_batch: int, output_cv: float, seed: int = 0) -> fl
     The Offline rate of :data:`SATURATION_PROBE_REQUESTS` requests: "load 1.0" in the
     tail explorer. Cached per argument set.
     """
+    max_batch = checks.whole("max_batch", max_batch)
+    output_cv = checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV)
     requests = _explorer_requests(output_cv, seed + 1, SATURATION_PROBE_REQUESTS)
     sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))
     return offline_throughput(explorer_replica(), requests, sch).requests_per_s
@@ -546,19 +563,14 @@ def tail_explorer_compute(load: float = 0.7, max_batch: int = 256, output_cv: fl
     ``EXPLORER_REQUESTS`` requests with chunked prefill on
     :func:`explorer_replica` and returns p50, p99 and p99.9 of TTFT and TPOT.
 
-    Raises ``ValueError`` naming the argument for a load outside (0, 2], a batch
+    Raises ``ValueError`` naming the argument for a load outside [:data:`MIN_LOAD`, 2], a batch
     limit below 1 or a negative spread.
 
     Used in chapter 'Batching'.
     """
-    if (not isinstance(load, numbers.Real) or isinstance(load, bool)
-            or not math.isfinite(load) or not 0 < load <= 2):
-        raise ValueError(f"load: {load!r} is not allowed; give a fraction of saturation in (0, 2]")
-    max_batch = _whole("max_batch", max_batch)
-    if (not isinstance(output_cv, numbers.Real) or isinstance(output_cv, bool)
-            or not math.isfinite(output_cv) or output_cv < 0):
-        raise ValueError(f"output_cv: {output_cv!r} is not allowed; give a number >= 0")
-    output_cv = round(float(output_cv), 3)
+    load = checks.real("load", load, low=MIN_LOAD, high=2.0)
+    max_batch = checks.whole("max_batch", max_batch)
+    output_cv = round(checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV), 3)
     rate = load * saturation_rate_per_s(max_batch, output_cv, seed)
     requests = _explorer_requests(output_cv, seed).at_rate(rate)
     sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))

@@ -51,13 +51,12 @@ build on it.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, replace
 
 import matplotlib.pyplot as plt
 import numpy as np
 
-from inferlab import specs
+from inferlab import checks, specs
 from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
 from inferlab.feasibility import Infeasible, Layout, layout
 from inferlab.mlperf import MLPERF_PER_USER_TOK_S as MLPERF_PER_USER_TOK_S
@@ -76,28 +75,6 @@ ACTIVATION_BYTES = 2.0
 #: FLOPs per (query head, head dimension, layer) for one query token against one cached token:
 #: a multiply-add in Q K^T and another in the weighted sum of V.
 ATTENTION_FLOP_PER_PAIR = 4
-
-
-def _whole(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
-    return int(value)
-
-
-def _fraction_in(name: str, value, *, allow_zero: bool = False) -> float:
-    low_ok = (lambda v: v >= 0) if allow_zero else (lambda v: v > 0)
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not math.isfinite(value) or not (low_ok(value) and value <= 1)):
-        interval = "[0, 1]" if allow_zero else "(0, 1]"
-        raise ValueError(f"{name}: {value!r} is not allowed; give a number in {interval}")
-    return float(value)
-
-
-def _non_negative(name: str, value) -> float:
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not math.isfinite(value) or value < 0):
-        raise ValueError(f"{name}: {value!r} is not allowed; give a finite number >= 0")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -294,7 +271,7 @@ class Replica:
         ``inf`` where the cache alone takes longer per request than its arithmetic:
         the step then never turns compute-bound, whatever the batch.
         """
-        context = _non_negative("context_tokens", context_tokens)
+        context = checks.non_negative("context_tokens", context_tokens)
         per_token = self.flop_per_token / self._flops - context * self.kv_bytes_per_token \
             / self._bandwidth
         return float(self.weights_s(1)) / per_token if per_token > 0 else math.inf
@@ -306,13 +283,15 @@ class Replica:
         """The same replica with other stack parameters (the others unchanged)."""
         changes = {}
         if memory_efficiency is not None:
-            changes["memory_efficiency"] = _fraction_in("memory_efficiency", memory_efficiency)
+            changes["memory_efficiency"] = checks.fraction(
+                "memory_efficiency", memory_efficiency, low_open=True)
         if compute_efficiency is not None:
-            changes["compute_efficiency"] = _fraction_in("compute_efficiency", compute_efficiency)
+            changes["compute_efficiency"] = checks.fraction(
+                "compute_efficiency", compute_efficiency, low_open=True)
         if step_overhead_s is not None:
-            changes["step_overhead_s"] = _non_negative("step_overhead_s", step_overhead_s)
+            changes["step_overhead_s"] = checks.non_negative("step_overhead_s", step_overhead_s)
         if overlap is not None:
-            changes["overlap"] = _fraction_in("overlap", overlap, allow_zero=True)
+            changes["overlap"] = checks.fraction("overlap", overlap)
         return replace(self, **changes)
 
 
@@ -352,20 +331,15 @@ def replica(
     lay = layout(model, chip, precision, tp=tp, kv_precision=kv_precision,
                  reserve_fraction=reserve_fraction)
     spec, hw = lay.model, lay.chip
-    memory_efficiency = _fraction_in("memory_efficiency", memory_efficiency)
-    compute_efficiency = _fraction_in("compute_efficiency", compute_efficiency)
-    overlap = _fraction_in("overlap", overlap, allow_zero=True)
-    step_overhead_s = _non_negative("step_overhead_s", step_overhead_s)
-    allreduce_latency_s = _non_negative("allreduce_latency_s", allreduce_latency_s)
+    memory_efficiency = checks.fraction("memory_efficiency", memory_efficiency, low_open=True)
+    compute_efficiency = checks.fraction("compute_efficiency", compute_efficiency, low_open=True)
+    overlap = checks.fraction("overlap", overlap)
+    step_overhead_s = checks.non_negative("step_overhead_s", step_overhead_s)
+    allreduce_latency_s = checks.non_negative("allreduce_latency_s", allreduce_latency_s)
     if peak_flop_per_s_per_chip is None:
         peak = sustained_flop_per_s(hw, precision)
     else:
-        if (not isinstance(peak_flop_per_s_per_chip, numbers.Real)
-                or isinstance(peak_flop_per_s_per_chip, bool)
-                or not math.isfinite(peak_flop_per_s_per_chip) or peak_flop_per_s_per_chip <= 0):
-            raise ValueError(f"peak_flop_per_s_per_chip: {peak_flop_per_s_per_chip!r} is not "
-                             "allowed; give a positive, finite number")
-        peak = float(peak_flop_per_s_per_chip)
+        peak = checks.positive("peak_flop_per_s_per_chip", peak_flop_per_s_per_chip)
     tp = lay.tp
     return Replica(
         name=f"{spec.name} on {tp} x {hw.name} ({precision})",
@@ -446,15 +420,9 @@ def steady_state(
 
     Used in chapter 'Batching' (the throughput-interactivity curve).
     """
-    c = np.atleast_1d(np.asarray(concurrency, dtype=float))
-    if c.size == 0 or not np.all(np.isfinite(c)) or np.any(c < 1):
-        raise ValueError(f"concurrency: {concurrency!r} is not allowed; give numbers >= 1")
-    prompt = float(prompt_tokens)
-    output = float(output_tokens)
-    if not (math.isfinite(prompt) and prompt >= 1):
-        raise ValueError(f"prompt_tokens: {prompt_tokens!r} is not allowed; give a number >= 1")
-    if not (math.isfinite(output) and output >= 1):
-        raise ValueError(f"output_tokens: {output_tokens!r} is not allowed; give a number >= 1")
+    c = np.atleast_1d(checks.reals("concurrency", concurrency, low=1.0))
+    prompt = checks.real("prompt_tokens", prompt_tokens, low=1.0)
+    output = checks.real("output_tokens", output_tokens, low=1.0)
     context = c * (prompt + output / 2)
     tokens = c * (1 + prompt / output)
     # Decode tokens attend over their whole context; the prefill share of each step
@@ -476,10 +444,7 @@ def throughput_at_bound(state: SteadyState, min_per_user_tok_s: float) -> float:
 
     Used in chapter 'Batching'.
     """
-    bound = float(min_per_user_tok_s)
-    if not (math.isfinite(bound) and bound > 0):
-        raise ValueError(f"min_per_user_tok_s: {min_per_user_tok_s!r} is not allowed; "
-                         "give a positive number")
+    bound = checks.positive("min_per_user_tok_s", min_per_user_tok_s)
     ok = state.fits & (state.per_user_tok_s >= bound)
     return float(state.per_chip_tok_s[ok].max()) if np.any(ok) else 0.0
 
@@ -553,6 +518,9 @@ def interactivity_front(
 
     Used in chapter 'Batching'.
     """
+    # Checked here so that a refusal names this argument, not the replica's two.
+    efficiency = checks.fraction("efficiency", efficiency, low_open=True)
+    tps = checks.wholes("tps", tps).tolist()
     xs, ys = [], []
     for tp in tps:
         try:
@@ -607,7 +575,7 @@ def curve_explorer_compute(
 
     Used in chapter 'Batching'.
     """
-    overhead = _non_negative("step_overhead_ms", step_overhead_ms) / 1e3
+    overhead = checks.non_negative("step_overhead_ms", step_overhead_ms) / 1e3
     fronts = tuple(
         interactivity_front(chip, "Llama 2 70B", precision, prompt_tokens, output_tokens,
                             efficiency=efficiency, step_overhead_s=overhead)

@@ -121,7 +121,7 @@ def test_bad_input_names_the_argument():
         st.replica("Llama 2 70B", H200, 1, step_overhead_s=-1e-3)
     with pytest.raises(ValueError, match="precision"):
         st.replica("Llama 2 70B", H200, 1, "fp5")
-    with pytest.raises(ValueError, match="name"):
+    with pytest.raises(ValueError, match="chip"):
         st.replica("Llama 2 70B", "No Such Chip", 1)
 
 
