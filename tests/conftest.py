@@ -13,6 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+import live_tools
 import pytest
 import yaml
 
@@ -96,6 +97,7 @@ _BACKGROUND: dict[str, object] = {}
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected what will not run
 def pytest_collection_modifyitems(session, config, items):
+    start_tool_installs(items)
     needs = [item for item in items if "built_book" in getattr(item, "fixturenames", ())]
     if not needs:
         return
@@ -111,6 +113,12 @@ def pytest_sessionfinish(session, exitstatus):
         process.wait()
     if "output" in _BACKGROUND:
         shutil.rmtree(_BACKGROUND["output"], ignore_errors=True)
+    for process in _INSTALLS.values():
+        if process.poll() is None:  # a half-made environment is redone next time
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    if "logs" in _TOOL_LOGS:
+        shutil.rmtree(_TOOL_LOGS["logs"], ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -122,6 +130,85 @@ def built_book(tmp_path_factory) -> Build:
     log = (output / "build.log").read_text(encoding="utf-8")
     return Build(returncode, log, output / "_build" / "html")
 
+
+
+# The real benchmark tools of the live tests (tests/test_live_clients.py), each in a virtual
+# environment of its own in a cache outside the repository (tests/live_tools.py). A test
+# asks for one by a fixture (aiperf_tool, guidellm_tool). When such tests are collected and
+# a tool's environment is not made yet, its install starts at once in the background: it
+# waits on the network and the disk, so it overlaps the rest of the suite, and those tests
+# run after the others (but before the book's, which wait for the whole build).
+TOOL_FIXTURES = {f"{name}_tool": name for name in live_tools.TOOLS}
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "live: runs a real benchmark tool against the lab "
+                                       "server (installs it once, outside the repository)")
+_INSTALLS: dict[str, subprocess.Popen] = {}
+_TOOL_LOGS: dict[str, Path] = {}
+
+
+def start_tool_installs(items) -> None:
+    uses = {item: {TOOL_FIXTURES[name] for name in getattr(item, "fixturenames", ())
+                   if name in TOOL_FIXTURES} for item in items}
+    live = [item for item in items if uses[item]]
+    items[:] = [item for item in items if not uses[item]] + live
+    for name in sorted(set().union(*uses.values())):
+        if not live_tools.TOOLS[name].ready():
+            _INSTALLS[name] = _start_install(name)
+
+
+def _start_install(name: str) -> subprocess.Popen:
+    if "logs" not in _TOOL_LOGS:
+        _TOOL_LOGS["logs"] = Path(tempfile.mkdtemp(prefix="inferlab-tools-"))
+    log = (_TOOL_LOGS["logs"] / f"{name}.log").open("w", encoding="utf-8")
+    # A session of its own, so that stopping it stops pip too; niced, so that the tests
+    # running meanwhile keep the cores.
+    return subprocess.Popen(["nice", "-n", "10", sys.executable, str(ROOT / "tests" /
+                             "live_tools.py"), name], stdout=log, stderr=subprocess.STDOUT,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def ready_tool(name: str) -> live_tools.Tool:
+    """The tool's finished environment, after waiting for its background install; skips
+    (or, with INFERLAB_REQUIRE_LIVE_TOOLS set, as in CI, fails) when it cannot be had."""
+    tool = live_tools.TOOLS[name]
+    if not tool.ready() and name not in _INSTALLS:  # collected some other way
+        _INSTALLS[name] = _start_install(name)
+    process = _INSTALLS.get(name)
+    verdict = ""
+    if process is not None:
+        try:
+            process.wait(timeout=live_tools.INSTALL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            verdict = f" (it did not finish in {live_tools.INSTALL_TIMEOUT_S} s)"
+    if tool.ready():
+        return tool
+    log = _TOOL_LOGS["logs"] / f"{name}.log"
+    output = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+    message = (
+        f"{name} {tool.version} could not be installed{verdict}, so its live test against "
+        f"the lab server cannot run. The install (pip install --no-deps -r "
+        f"tests/tools/{name}.txt into a virtual environment at {tool.home}) needs PyPI "
+        f"once; the environment is reused afterwards. To enable it, run `python "
+        f"tests/live_tools.py {name}` where PyPI can be reached, then the tests. "
+        f"{live_tools.REQUIRE_ENV}=1 (set by .ci/run) makes this a failure instead of a "
+        f"skip. The install's output ends:\n{output}")
+    if os.environ.get(live_tools.REQUIRE_ENV):
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def aiperf_tool() -> live_tools.Tool:
+    return ready_tool("aiperf")
+
+
+@pytest.fixture(scope="session")
+def guidellm_tool() -> live_tools.Tool:
+    return ready_tool("guidellm")
 
 
 def glued(build: Build, chapter: str) -> dict[str, object]:
