@@ -1,179 +1,182 @@
-"""Build a reveal.js slide deck from each chapter, to open offline in a browser.
+"""Build the lecture decks (reveal.js) with Sphinx, over the same project as the book.
 
-    python scripts/build_slides.py                      # every chapter in _toc.yml
-    python scripts/build_slides.py book/04_tokenizers.md --out /tmp/slides
+    python scripts/build_slides.py                   # every deck -> _build/slides/
+    python scripts/build_slides.py --out /tmp/slides --cache /path/to/_build/.jupyter_cache
 
-A chapter is a ``_toc.yml`` file whose name starts with two digits. Each one is read
-with jupytext, executed afresh with nbclient in ``book/`` (so relative paths resolve
-as in the book build), turned into slides by ``scripts/myst_to_slides.py`` (headings
-start slides, glued numbers are filled in, solutions and hidden cells are dropped,
-plotting code is hidden and its figure kept) and exported with nbconvert's
-``SlidesExporter`` to ``<out>/<chapter>.slides.html`` (default out:
-``_build/slides``). Figures are embedded in the deck as base64 images.
+Each chapter ``book/<chapter>.md`` has a deck ``slides/<chapter>.md``: short slides
+written for a lecture, which take the chapter's figures, glued numbers and prose
+(as speaker notes) through ``slides/_ext/lecture.py``. The decks are built by
+sphinx-revealjs's ``revealjs`` builder with the book's own configuration and
+extensions, so ``{numref}`` gives the book's numbers ("Fig. 5.3"), citations are
+sphinxcontrib-bibtex's author-year text, and glue reads the chapter's executed
+outputs. The chapters are executed through the book's jupyter-cache
+(``_build/.jupyter_cache`` after ``jupyter-book build .``, or ``--cache``), so after
+a book build nothing runs again; without a cache every chapter executes once.
 
-The out folder is self-contained and needs no network: reveal.js 4.0.2 (vendored in
-``slides/reveal.js`` by ``scripts/vendor_revealjs.sh``) and MathJax (vendored in
-``book/_static/mathjax``) are copied next to the decks, and the template drops the
-CDN scripts nbconvert's reveal template would load (require.js, jQuery, mermaid,
-Jupyter widgets, MathJax 2). Open ``<out>/index.html`` or a deck directly from disk;
-press ``s`` for speaker view, ``?`` for keys.
+The out folder is self-contained and needs no network: reveal.js comes from the
+sphinx-revealjs wheel (its bundle is checked against :data:`REVEAL_SHA256`), MathJax
+from ``book/_static/mathjax``. Open ``<out>/index.html``; in a deck press ``s`` for
+the speaker view with the notes.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import html
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-import jupytext
-from jinja2 import DictLoader
-from nbclient import NotebookClient
-from nbconvert import SlidesExporter
-from traitlets.config import Config
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from book_toc import toc_chapters  # noqa: E402
-from myst_to_slides import author_year, slide_notebook  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-REVEAL = ROOT / "slides" / "reveal.js"
-MATHJAX = ROOT / "book" / "_static" / "mathjax"
-TIMEOUT = 1800  # seconds per cell; measurement cells time this machine
+DECKS = ROOT / "slides"
 
-# nbconvert's reveal template with everything it would fetch from a CDN replaced by
-# the copies next to the deck, and reveal.js started without require.js.
-TEMPLATE = r"""{%- extends 'index.html.j2' -%}
-{%- block html_head_js -%}{%- endblock html_head_js -%}
-{% block jupyter_widgets %}{% endblock jupyter_widgets %}
-{%- block html_head_js_mathjax -%}
-<script>
-window.MathJax = {
-  tex: {inlineMath: [['$', '$'], ['\\(', '\\)']], displayMath: [['$$', '$$'], ['\\[', '\\]']],
-        processEscapes: true, tags: 'ams'},
-  chtml: {fontURL: 'mathjax/output/chtml/fonts/woff-v2'}
-};
-</script>
-<script src="mathjax/tex-chtml.js" id="MathJax-script" async></script>
-<style type="text/css">
-.reveal .jp-RenderedImage img, .reveal .jp-OutputArea-output img {
-  max-height: 520px; width: auto; display: block; margin: 0 auto; }
-.reveal p.caption { font-size: 15px; line-height: 1.3; color: #444; margin-top: 0.3em; }
-.reveal blockquote { width: 90%; font-size: 0.95em; text-align: left; }
-.reveal .slides section { text-align: left; }
-</style>
-{%- endblock html_head_js_mathjax -%}
-{% block footer_js %}
-<script src="{{ resources.reveal.url_prefix }}/dist/reveal.js"></script>
-<script src="{{ resources.reveal.url_prefix }}/plugin/notes/notes.js"></script>
-<script>
-Reveal.initialize({
-  controls: true, progress: true, history: true, center: false,
-  transition: "{{ resources.reveal.transition }}",
-  slideNumber: "{{ resources.reveal.number }}",
-  width: {{ resources.reveal.width }}, height: {{ resources.reveal.height }},
-  plugins: [RevealNotes]
-});
-</script>
-{% endblock footer_js %}
-"""
+# sha256 of dist/reveal.js (reveal.js 5.2.0) inside sphinx-revealjs 3.2.1 from PyPI,
+# whose wheel has sha256 805bed3ca459346e0f01967d5ed1c40d6b7b917de1541e1e4566c8341fe7017b.
+REVEAL_SHA256 = "46538b52db48724192f59bf46f5e851a18e302777c46f4a34c32709d010d6a29"
+
+# The order myst-nb uses for HTML, widgets aside (a deck has no kernel).
+MIME_ORDER = ["text/html", "image/svg+xml", "image/png", "image/jpeg", "text/markdown",
+              "text/latex", "text/plain"]
+
+REVEAL_CONFIG = {
+    "controls": True, "progress": True, "hash": True, "center": False,
+    "transition": "none", "slideNumber": "c/t", "width": 1280, "height": 800,
+    "margin": 0.04,
+}
 
 
-def citations(bib: Path = ROOT / "book" / "references.bib") -> dict[str, str]:
-    """``{key: "Author et al. (year)"}`` for the book's bibliography (empty without it)."""
-    if not bib.is_file():
-        return {}
-    from pybtex.database import parse_file
+def check_reveal() -> Path:
+    """The reveal.js bundle sphinx-revealjs ships, refused unless it is the audited one."""
+    import sphinx_revealjs
 
-    return {key: author_year(entry) for key, entry in parse_file(str(bib)).entries.items()}
-
-
-def execute(chapter: Path, timeout: int = TIMEOUT):
-    """The chapter read with jupytext and executed in its own folder."""
-    nb = jupytext.read(chapter)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
-                            resources={"metadata": {"path": str(chapter.parent)}})
-    client.execute()
-    return nb
+    bundle = Path(sphinx_revealjs.__file__).parent / "_static" / "revealjs" / "dist" / "reveal.js"
+    digest = hashlib.sha256(bundle.read_bytes()).hexdigest()
+    if digest != REVEAL_SHA256:
+        raise SystemExit(f"{bundle}: sha256 {digest}, expected {REVEAL_SHA256}; install "
+                         "the pinned sphinx-revealjs (pip install -c constraints.txt "
+                         "sphinx-revealjs)")
+    return bundle
 
 
-def exporter() -> SlidesExporter:
-    config = Config()
-    config.SlidesExporter.reveal_url_prefix = "reveal.js"
-    config.SlidesExporter.reveal_theme = "white"
-    config.SlidesExporter.reveal_transition = "none"
-    config.SlidesExporter.reveal_number = "c/t"
-    config.SlidesExporter.reveal_width = "1100"
-    config.SlidesExporter.reveal_height = "760"
-    config.SlidesExporter.exclude_input_prompt = True
-    config.SlidesExporter.exclude_output_prompt = True
-    config.TagRemovePreprocessor.enabled = True
-    config.TagRemovePreprocessor.remove_input_tags = ["hide-input", "remove-input"]
-    slides = SlidesExporter(config=config, extra_loaders=[DictLoader({"offline.j2": TEMPLATE})])
-    slides.template_file = "offline.j2"
-    return slides
+def deck_files() -> list[Path]:
+    """``slides/<chapter>.md`` for every chapter in ``_toc.yml``; a chapter without one
+    is an error, so that a new chapter cannot ship without its lecture."""
+    decks = [DECKS / chapter.name for chapter in toc_chapters()]
+    missing = [deck.relative_to(ROOT).as_posix() for deck in decks if not deck.is_file()]
+    if missing:
+        raise SystemExit(f"no deck for these chapters: {', '.join(missing)}")
+    return decks
 
 
-def build_deck(chapter: Path, out: Path, cites: dict[str, str] | None = None) -> Path:
-    """Execute ``chapter`` and write its deck to ``<out>/<chapter>.slides.html``."""
-    nb = execute(chapter)
-    slides = slide_notebook(nb, cites if cites is not None else citations())
-    title = next((line.lstrip("# ").strip() for line in chapter.read_text(
-        encoding="utf8").splitlines() if line.startswith("# ")), chapter.stem)
-    slides.metadata["title"] = title
-    body, _ = exporter().from_notebook_node(slides, resources={"metadata": {"name": title}})
-    deck = out / f"{chapter.stem}.slides.html"
-    deck.write_text(body, encoding="utf8")
-    return deck
+def slides_toc(decks: list[Path], folder: Path) -> Path:
+    """The book's table of contents with the decks as one more, unnumbered, part.
+
+    The decks must be read with the chapters (for glue, numref and notes), and being
+    last and unnumbered they leave every chapter's number as it is on the site."""
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text(encoding="utf8"))
+    toc["parts"].append({"caption": "Lecture decks", "chapters": [
+        {"file": deck.relative_to(ROOT).with_suffix("").as_posix()} for deck in decks]})
+    path = folder / "_toc.yml"
+    path.write_text(yaml.safe_dump(toc, sort_keys=False), encoding="utf8")
+    return path
 
 
-def copy_assets(out: Path) -> None:
-    """reveal.js and MathJax next to the decks, so that the folder works on its own."""
-    for source, name in ((REVEAL, "reveal.js"), (MATHJAX, "mathjax")):
-        if not source.is_dir():
-            raise FileNotFoundError(f"{source} is missing; run scripts/vendor_"
-                                    f"{'revealjs' if name == 'reveal.js' else 'mathjax'}.sh")
-        shutil.rmtree(out / name, ignore_errors=True)
-        shutil.copytree(source, out / name)
+def slides_config(folder: Path, toc: Path, cache: Path | None) -> Path:
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf8"))
+    sphinx = config.setdefault("sphinx", {})
+    sphinx["extra_extensions"] = [*sphinx.get("extra_extensions", []), "sphinx_revealjs"]
+    sphinx["local_extensions"] = {**sphinx.get("local_extensions", {}), "lecture": "slides/_ext"}
+    settings = sphinx.setdefault("config", {})
+    settings.update({
+        "external_toc_path": str(toc),
+        "revealjs_style_theme": "white",
+        "revealjs_static_path": ["book/_static", "slides/_static"],
+        "revealjs_css_files": ["lecture.css"],
+        "revealjs_script_conf": REVEAL_CONFIG,
+        # myst-nb picks outputs by builder name and knows only Sphinx's own builders.
+        "nb_mime_priority_overrides": [
+            ["revealjs", mime, rank] for rank, mime in enumerate(MIME_ORDER)],
+        "revealjs_script_plugins": [
+            {"name": "RevealNotes", "src": "revealjs/plugin/notes/notes.js"}],
+    })
+    if cache is not None:
+        settings["nb_execution_cache_path"] = str(cache)
+    path = folder / "_config.yml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf8")
+    return path
 
 
-def write_index(out: Path, decks: list[Path]) -> None:
+def run_sphinx(decks: list[Path], work: Path, cache: Path | None) -> Path:
+    from jupyter_book.sphinx import build_sphinx
+
+    # jupyter-book resolves local extensions against the config's folder; ours is a copy.
+    for folder in (ROOT / "book" / "_ext", ROOT / "slides" / "_ext"):
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
+    toc = slides_toc(decks, work)
+    config = slides_config(work, toc, cache)
+    built = work / "revealjs"
+    status = build_sphinx(ROOT, built, path_config=str(config), builder="revealjs", noconfig=True,
+                          confoverrides={"latex_individualpages": False},
+                          doctreedir=work / "doctrees", freshenv=True, warningiserror=True,
+                          keep_going=True, quiet=True)
+    if status != 0:
+        raise SystemExit(f"the deck build failed ({status}); its warnings are above")
+    return built
+
+
+def collect(built: Path, out: Path, decks: list[Path]) -> list[Path]:
+    """The decks and what they load into ``out``; the chapters rendered as decks are not."""
+    shutil.rmtree(out, ignore_errors=True)
+    (out / "slides").mkdir(parents=True)
+    for name in ("_static", "_images"):
+        if (built / name).is_dir():
+            shutil.copytree(built / name, out / name)
+    written = []
+    for deck in decks:
+        page = built / "slides" / f"{deck.stem}.html"
+        shutil.copy(page, out / "slides" / page.name)
+        written.append(out / "slides" / page.name)
     items = "\n".join(
-        f'<li><a href="{deck.name}">{html.escape(deck.name.removesuffix(".slides.html"))}</a></li>'
-        for deck in sorted(out.glob("*.slides.html")))
+        f'<li><a href="slides/{page.name}">{html.escape(page.stem)}</a></li>'
+        for page in written)
     (out / "index.html").write_text(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-        "<title>Slides</title></head>\n<body><h1>Slide decks</h1>\n<ul>\n"
+        "<title>Lecture decks</title></head>\n<body><h1>Lecture decks</h1>\n"
+        "<p>Open a deck; press <kbd>s</kbd> for the speaker view and its notes, "
+        "<kbd>?</kbd> for the other keys.</p>\n<ul>\n"
         f"{items}\n</ul></body></html>\n", encoding="utf8")
+    return written
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("chapters", nargs="*", type=Path,
-                        help="chapter .md files (default: every chapter in _toc.yml)")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "slides",
                         help="output folder (default: _build/slides)")
+    parser.add_argument("--cache", type=Path, default=None,
+                        help="the book build's jupyter-cache (default: _build/.jupyter_cache)")
     args = parser.parse_args(argv)
-    chapters = [c.resolve() for c in args.chapters] or toc_chapters()
-    for chapter in chapters:
-        if not chapter.is_file():
-            parser.error(f"chapter: no such file {chapter}")
-    out = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    copy_assets(out)
-    cites = citations()
-    decks = []
-    for chapter in chapters:
-        start = time.perf_counter()
-        deck = build_deck(chapter, out, cites)
-        decks.append(deck)
-        text = deck.read_text(encoding="utf8")
-        print(f"{deck}: {text.count('<section')} slides, "
-              f"{len(text.encode()) / 1e6:.1f} MB, {time.perf_counter() - start:.0f} s")
-    write_index(out, decks)
-    print(f"\nOpen {out / 'index.html'}")
+    check_reveal()
+    decks = deck_files()
+    cache = args.cache.resolve() if args.cache else ROOT / "_build" / ".jupyter_cache"
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="inferlab-slides-") as folder:
+        built = run_sphinx(decks, Path(folder), cache)
+        written = collect(built, args.out.resolve(), decks)
+    elapsed = time.perf_counter() - start
+    for page in written:
+        text = page.read_text(encoding="utf8")
+        print(f"{page}: {text.count('<section') - text.count('<section><section')} "
+              f"sections, {len(text.encode()) / 1e3:.0f} kB")
+    print(f"{len(written)} decks in {elapsed:.0f} s; open {args.out.resolve() / 'index.html'}")
     return 0
 
 
