@@ -65,8 +65,9 @@ class Tool:
 
     @property
     def home(self) -> Path:
-        digest = hashlib.sha256("\n".join([*self.pins, *map(" ".join, self.alternatives)])
-                                .encode()).hexdigest()[:10]
+        # The interpreter the environment is made with counts too: its python links to it.
+        key = [*self.pins, *map(" ".join, self.alternatives), sys.base_prefix, sys.version]
+        digest = hashlib.sha256("\n".join(key).encode()).hexdigest()[:10]
         return cache_root() / f"{self.name}-{self.version}-{digest}"
 
     @property
@@ -78,7 +79,10 @@ class Tool:
         return self.home.with_name(self.home.name + ".log")
 
     def ready(self) -> bool:
-        return (self.home / ".complete").is_file()
+        # A finished environment whose interpreter still exists (it links to the one it
+        # was made with, which an upgrade may have removed).
+        return ((self.home / ".complete").is_file()
+                and (self.home / "bin" / "python").resolve().is_file())
 
 
 TOOLS = {
