@@ -60,7 +60,6 @@ Used in chapter 'Benchmark scenarios'.
 from __future__ import annotations
 
 import math
-import numbers
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from functools import cache
@@ -79,6 +78,7 @@ from inferlab.roofline import _freeze_layout
 from inferlab.simulator import (
     EXPLORER_EFFICIENCY,
     EXPLORER_OVERHEAD_S,
+    MIN_SEARCH_RATE_PER_S,
     Scheduler,
     SimResult,
     simulate,
@@ -131,6 +131,14 @@ MLPERF_MIN_DURATION_S = 600.0
 #: LoadGen's default minimum query count (``TestSettings.min_query_count``).
 MLPERF_MIN_QUERIES = 100
 
+#: The most queries a simulated run holds: ten times the longest run chapter 5 simulates
+#: (98,304 queries, Server near the example system's Offline rate under the full rules);
+#: a million take the simulator tens of seconds.
+MAX_QUERIES = 10**6
+
+#: The longest minimum duration a run's rules may ask for: a day, 144 times MLPerf's.
+MAX_DURATION_S = 86_400.0
+
 #: Offline's minimum sample count per model (``<model>.Offline.min_query_count``).
 OFFLINE_MIN_SAMPLES = MappingProxyType({
     "llama2-70b": 24_576, "llama3.1-8b": 13_368, "llama3.1-405b": 8_313,
@@ -152,12 +160,6 @@ TARGET_PERCENTILE = MappingProxyType({
 })
 
 
-def _check_scenario(scenario) -> str:
-    if scenario not in SCENARIOS:
-        raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(SCENARIOS)}")
-    return scenario
-
-
 def bounds(model: str, scenario: str) -> LatencyBounds:
     """The p99 TTFT and TPOT bounds of ``model`` (a key of :data:`BOUNDS`) in ``scenario``.
 
@@ -168,7 +170,7 @@ def bounds(model: str, scenario: str) -> LatencyBounds:
     """
     if model not in BOUNDS:
         raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
-    _check_scenario(scenario)
+    checks.option("scenario", scenario, SCENARIOS)
     if scenario not in BOUNDED_SCENARIOS:
         raise ValueError(f"scenario: {scenario!r} has no latency bound; only "
                          f"{' and '.join(BOUNDED_SCENARIOS)} do")
@@ -180,33 +182,30 @@ def bounds(model: str, scenario: str) -> LatencyBounds:
 # --------------------------------------------------------------------------------------
 
 
-def _check_fraction(name: str, value) -> float:
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not 0 < value < 1):
-        raise ValueError(f"{name}: {value!r} is not allowed; give a number strictly "
-                         "between 0 and 1")
-    return float(value)
-
-
-def _check_count(name: str, value, minimum: int = 0) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
-    return int(value)
+def _probability(name: str, value) -> float:
+    return checks.fraction(name, value, low_open=True, high_open=True)
 
 
 def binomial_cdf(k: int, n: int, q: float) -> float:
     """``P[X <= k]`` for ``X ~ Binomial(n, q)``, summed exactly in log space.
 
     Each term's logarithm follows from the previous one by the ratio
-    ``(n - x) / (x + 1) x q / (1 - q)``, so no factorial is formed.
+    ``(n - x) / (x + 1) x q / (1 - q)``, so no factorial is formed. One term is
+    computed per value up to ``k``, so ``k`` is at most :data:`inferlab.checks.MAX_ITEMS`.
 
     Used in chapter 'Benchmark scenarios'.
     """
-    k = _check_count("k", k)
-    n = _check_count("n", n)
-    q = _check_fraction("q", q)
+    k = checks.whole("k", k, minimum=0, maximum=checks.MAX_ITEMS)
+    n = checks.whole("n", n, minimum=0)
+    return _binomial_cdf(k, n, _probability("q", q))
+
+
+def _binomial_cdf(k: int, n: int, q: float) -> float:
     if k >= n:
         return 1.0
+    if q == 1.0:
+        # 1 - percentile rounds to 1 for a percentile below 1e-16: every query is slow.
+        return 0.0
     x = np.arange(k)
     steps = np.log((n - x) / (x + 1.0)) + math.log(q) - math.log1p(-q)
     log_pmf = n * math.log1p(-q) + np.concatenate([[0.0], np.cumsum(steps)])
@@ -223,22 +222,27 @@ def early_stopping_odds(underlatency: int, overlatency: int, percentile: float) 
 
     Used in chapter 'Benchmark scenarios'.
     """
-    h = _check_count("underlatency", underlatency)
-    t = _check_count("overlatency", overlatency)
-    p = _check_fraction("percentile", percentile)
-    if h == 0:
-        return 1.0
-    return binomial_cdf(t, h + t, 1.0 - p)
+    h = checks.whole("underlatency", underlatency, minimum=0)
+    t = checks.whole("overlatency", overlatency, minimum=0, maximum=checks.MAX_ITEMS)
+    return _odds(h, t, _probability("percentile", percentile))
+
+
+def _odds(h: int, t: int, p: float) -> float:
+    return 1.0 if h == 0 else _binomial_cdf(t, h + t, 1.0 - p)
 
 
 @cache
 def _min_passing(t: int, p: float, c: float) -> int:
     def passes(h: int) -> bool:
-        return early_stopping_odds(h, t, p) < 1.0 - c
+        return _odds(h, t, p) < 1.0 - c
 
     high = max(1, math.ceil(math.log(1 - c) / math.log(p)))
-    while not passes(high):
-        high *= 2
+    while high < checks.MAX_COUNT and not passes(high):
+        high = min(2 * high, checks.MAX_COUNT)
+    # A percentile within 1e-15 of 1 needs more fast queries than a count holds.
+    if high > checks.MAX_COUNT or not passes(high):
+        raise ValueError(f"percentile, confidence: {p!r} and {c!r} with overlatency {t:,} "
+                         f"need more than {checks.MAX_COUNT:,} fast queries")
     return least_integer(passes, 0, high)  # zero fast queries prove nothing
 
 
@@ -259,9 +263,9 @@ def min_passing_queries(overlatency: int, percentile: float = 0.99,
 
     Used in chapter 'Benchmark scenarios'.
     """
-    t = _check_count("overlatency", overlatency)
-    p = _check_fraction("percentile", percentile)
-    c = _check_fraction("confidence", confidence)
+    t = checks.whole("overlatency", overlatency, minimum=0, maximum=checks.MAX_ITEMS)
+    p = _probability("percentile", percentile)
+    c = _probability("confidence", confidence)
     return _min_passing(t, p, c)
 
 
@@ -324,15 +328,13 @@ def early_stopping(latencies_s, bound_s: float, percentile: float = 0.99,
 
     Used in chapter 'Benchmark scenarios'.
     """
-    values = np.asarray(latencies_s, dtype=float)
-    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
-        raise ValueError("latencies_s: give a non-empty 1-D array of finite latencies")
-    if not isinstance(bound_s, numbers.Real) or not bound_s > 0:
-        raise ValueError(f"bound_s: {bound_s!r} is not allowed; give a positive number of seconds")
+    values = _latencies(latencies_s)
+    # math.inf is a bound every query meets.
+    bound_s = bound_s if bound_s == math.inf else checks.positive("bound_s", bound_s)
     n = int(values.size)
     t = int(np.sum(values > bound_s))
     needed = min_queries_for_early_stopping(t, percentile, confidence)
-    return EarlyStopping(metric, n, t, float(bound_s), needed, n >= needed, max(0, needed - n),
+    return EarlyStopping(metric, n, t, bound_s, needed, n >= needed, max(0, needed - n),
                          float(percentile))
 
 
@@ -348,11 +350,9 @@ def single_stream_early_stopping(latencies_s, percentile: float = 0.90,
 
     Used in chapter 'Benchmark scenarios'.
     """
-    values = np.asarray(latencies_s, dtype=float)
-    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
-        raise ValueError("latencies_s: give a non-empty 1-D array of finite latencies")
+    values = _latencies(latencies_s)
     n = int(values.size)
-    p = _check_fraction("percentile", percentile)
+    p = _probability("percentile", percentile)
     needed = min_queries_for_early_stopping(1, p, confidence)
     if n < needed:
         return EarlyStopping(metric, n, 0, math.nan, needed, False, needed - n, p)
@@ -371,19 +371,24 @@ def early_stopping_estimate(latencies_s, percentile: float = 0.90,
 
     Used in chapter 'Benchmark scenarios'.
     """
-    values = np.sort(np.asarray(latencies_s, dtype=float))
-    if values.ndim != 1 or values.size == 0 or not np.all(np.isfinite(values)):
-        raise ValueError("latencies_s: give a non-empty 1-D array of finite latencies")
+    values = np.sort(_latencies(latencies_s))
     n = int(values.size)
-    need_one = min_queries_for_early_stopping(1, percentile, confidence)
+    p, c = _probability("percentile", percentile), _probability("confidence", confidence)
+    need_one = _min_passing(1, p, c) + 1
     if n < need_one:
         raise ValueError(f"latencies_s: {n} queries are too few for early stopping at the "
-                         f"{percentile:.0%} percentile; LoadGen needs at least {need_one}")
+                         f"{p:.0%} percentile; LoadGen needs at least {need_one}")
     # min_queries(t) grows with t: the largest t that fits in n is one below the first that
     # does not (t = n + 1 never does: it needs more than n queries).
-    low = least_integer(
-        lambda t: min_queries_for_early_stopping(t, percentile, confidence) > n, 1, n + 1) - 1
+    low = least_integer(lambda t: _min_passing(t, p, c) + t > n, 1, n + 1) - 1
     return float(values[n - low]), low - 1
+
+
+def _latencies(latencies_s) -> np.ndarray:
+    values = checks.reals("latencies_s", latencies_s, low=0.0)
+    if values.ndim != 1:
+        raise ValueError("latencies_s: give a 1-D array of latencies")
+    return values
 
 
 def loadgen_percentile(values, percentile: float) -> float:
@@ -391,10 +396,8 @@ def loadgen_percentile(values, percentile: float) -> float:
 
     Used in chapter 'Benchmark scenarios'.
     """
-    array = np.sort(np.asarray(values, dtype=float))
-    if array.size == 0:
-        raise ValueError("values: give at least one value")
-    p = _check_fraction("percentile", percentile)
+    array = np.sort(checks.reals("values", values).ravel())
+    p = _probability("percentile", percentile)
     return float(array[min(array.size - 1, int(array.size * p))])
 
 
@@ -462,7 +465,7 @@ class QueryLog:
 
     def head(self, n: int) -> QueryLog:
         """The first ``n`` queries (by position) as a log of their own."""
-        n = _check_count("n", n, 1)
+        n = checks.whole("n", n)
         return QueryLog(self.issued_s[:n], self.first_token_s[:n], self.finish_s[:n],
                         self.output_tokens[:n])
 
@@ -518,23 +521,21 @@ class RunRules:
     dataset_samples: int = PERFORMANCE_SAMPLE_COUNT["llama2-70b"]
 
     def __post_init__(self) -> None:
-        if (not isinstance(self.min_duration_s, numbers.Real)
-                or not math.isfinite(self.min_duration_s) or self.min_duration_s < 0):
-            raise ValueError(f"min_duration_s: {self.min_duration_s!r} is not allowed; "
-                             "give a number of seconds >= 0")
-        _check_count("min_queries", self.min_queries, 1)
-        _check_count("offline_min_samples", self.offline_min_samples, 1)
-        _check_fraction("confidence", self.confidence)
+        checks.non_negative("min_duration_s", self.min_duration_s, high=MAX_DURATION_S)
+        checks.whole("min_queries", self.min_queries, maximum=MAX_QUERIES)
+        checks.whole("offline_min_samples", self.offline_min_samples, maximum=MAX_QUERIES)
+        _probability("confidence", self.confidence)
+        checks.fraction("scale", self.scale, low_open=True)
         if not isinstance(self.equal_issue, bool):
             raise ValueError(f"equal_issue: {self.equal_issue!r} is not allowed; give True or "
                              "False")
-        _check_count("dataset_samples", self.dataset_samples, 1)
+        checks.whole("dataset_samples", self.dataset_samples, maximum=MAX_QUERIES)
 
     def pad(self, count: int) -> int:
         """``count`` rounded up to a whole number of dataset passes under equal issue
         (unchanged without it, or if it is already a multiple), as ``GenerateQueries``
         pads ``min_queries`` and Offline's ``samples_per_query``."""
-        count = _check_count("count", count, 1)
+        count = checks.whole("count", count)
         if not self.equal_issue or count % self.dataset_samples == 0:
             return count
         return count + self.dataset_samples - count % self.dataset_samples
@@ -556,11 +557,10 @@ def mlperf_rules(model: str = "llama2-70b", *, scale: float = 1.0) -> RunRules:
     if model not in OFFLINE_MIN_SAMPLES:
         raise ValueError(f"model: {model!r} has no rules here; give one of "
                          f"{', '.join(OFFLINE_MIN_SAMPLES)}")
-    if not isinstance(scale, numbers.Real) or isinstance(scale, bool) or not 0 < scale <= 1:
-        raise ValueError(f"scale: {scale!r} is not allowed; give a number in (0, 1]")
+    scale = checks.fraction("scale", scale, low_open=True)
     return RunRules(min_duration_s=MLPERF_MIN_DURATION_S * scale,
                     offline_min_samples=max(1, math.ceil(OFFLINE_MIN_SAMPLES[model] * scale)),
-                    scale=float(scale), equal_issue=True,
+                    scale=scale, equal_issue=True,
                     dataset_samples=max(1, math.ceil(PERFORMANCE_SAMPLE_COUNT[model] * scale)))
 
 
@@ -662,13 +662,15 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
 
     Used in chapter 'Benchmark scenarios'.
     """
-    _check_scenario(scenario)
+    checks.option("scenario", scenario, SCENARIOS)
     if not isinstance(log, QueryLog):
         raise ValueError("log: give a QueryLog (QueryLog.from_results or run_scenario)")
     if model not in BOUNDS:
         raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
     if limit is not None and not isinstance(limit, LatencyBounds):
         raise ValueError(f"limit: {limit!r} is not a LatencyBounds")
+    if rate_per_s is not None:
+        rate_per_s = checks.positive("rate_per_s", rate_per_s)
     _check_token_counts(log.output_tokens)
     rules = mlperf_rules(model) if rules is None else rules
     n = len(log)
@@ -770,7 +772,7 @@ class System:
     def __post_init__(self) -> None:
         if not isinstance(self.replica, Replica):
             raise ValueError(f"replica: {self.replica!r} is not a Replica")
-        _check_count("replicas", self.replicas, 1)
+        checks.whole("replicas", self.replicas)
 
     @property
     def accelerators(self) -> int:
@@ -798,14 +800,14 @@ class QueryMix:
 
     def lengths(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """Prompt and output lengths of the first ``n`` queries."""
-        n = _check_count("n", n, 1)
+        n = checks.whole("n", n, maximum=MAX_QUERIES)
         prompts = self.prompt.sample(n, np.random.default_rng([self.seed, 0]))
         outputs = self.output.sample(n, np.random.default_rng([self.seed, 1]))
         return prompts, outputs
 
     def unit_arrivals(self, n: int) -> np.ndarray:
         """Poisson arrival times of the first ``n`` queries at one query per second."""
-        n = _check_count("n", n, 1)
+        n = checks.whole("n", n, maximum=MAX_QUERIES)
         return np.cumsum(np.random.default_rng([self.seed, 2]).exponential(1.0, size=n))
 
 
@@ -836,14 +838,6 @@ def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
         if hopeless is not None and hopeless(QueryLog.from_results(runs[-1:])):
             return None
     return QueryLog.from_results(runs)
-
-
-def _check_rate(rate_per_s) -> float:
-    if (not isinstance(rate_per_s, numbers.Real) or isinstance(rate_per_s, bool)
-            or not math.isfinite(rate_per_s) or rate_per_s <= 0):
-        raise ValueError(f"rate_per_s: {rate_per_s!r} is not allowed; give a positive, finite "
-                         "rate in queries per second")
-    return float(rate_per_s)
 
 
 def queries_to_issue(scheduled_s, rules: RunRules) -> int:
@@ -887,15 +881,23 @@ def server_query_count(rate_per_s: float, mix: QueryMix, rules: RunRules) -> int
 
     Used in chapter 'Benchmark scenarios'.
     """
-    rate = _check_rate(rate_per_s)
+    rate = checks.positive("rate_per_s", rate_per_s)
+    checks.instance("mix", mix, QueryMix)
+    checks.instance("rules", rules, RunRules)
     extra = rules.dataset_samples if rules.equal_issue else 0
-    n = max(rules.pad(rules.min_queries), math.ceil(rate * rules.min_duration_s * 1.2) + 16)
+    # Compared as a float first: a huge rate's count is no int to allocate for.
+    expected = rate * rules.min_duration_s * 1.2 + 16
+    n = rules.pad(rules.min_queries)
     while True:
-        arrivals = mix.unit_arrivals(n + extra) / rate
+        if max(n, expected) + extra > MAX_QUERIES:
+            raise ValueError(f"rate_per_s: {rate:g} queries/s for {rules.min_duration_s:g} s "
+                             f"(rules) is more than the {MAX_QUERIES:,} queries a run may hold")
+        n = max(n, math.ceil(expected))
+        arrivals = checks.finite_result(mix.unit_arrivals(n + extra) / rate, "rate_per_s")
         try:
             return queries_to_issue(arrivals, rules)
         except ValueError:
-            n *= 2
+            expected = 2 * n
 
 
 def single_stream_min_queries(rules: RunRules, expected_latency_s: float) -> int:
@@ -909,14 +911,16 @@ def single_stream_min_queries(rules: RunRules, expected_latency_s: float) -> int
 
     Used in chapter 'Benchmark scenarios'.
     """
-    if (not isinstance(expected_latency_s, numbers.Real) or isinstance(expected_latency_s, bool)
-            or not math.isfinite(expected_latency_s) or expected_latency_s <= 0):
-        raise ValueError(f"expected_latency_s: {expected_latency_s!r} is not allowed; give a "
-                         "positive number of seconds")
+    checks.instance("rules", rules, RunRules)
+    latency = checks.positive("expected_latency_s", expected_latency_s)
     count = rules.min_queries
     if not rules.equal_issue:
         return count
-    count = max(count, int(2 * rules.min_duration_s / expected_latency_s))
+    fitted = 2 * rules.min_duration_s / latency
+    if fitted > MAX_QUERIES:
+        raise ValueError(f"expected_latency_s: {latency:g} s fits {fitted:.3g} queries in twice "
+                         f"the minimum duration; at most {MAX_QUERIES:,} allowed")
+    count = max(count, int(fitted))
     return count + rules.dataset_samples - count % rules.dataset_samples
 
 
@@ -938,7 +942,7 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
 
     Used in chapter 'Benchmark scenarios'.
     """
-    _check_scenario(scenario)
+    checks.option("scenario", scenario, SCENARIOS)
     if not isinstance(system, System):
         raise ValueError(f"system: {system!r} is not a System")
     mix = QueryMix() if mix is None else mix
@@ -946,12 +950,12 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
     if model not in BOUNDS:
         raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
     if queries is not None:
-        queries = _check_count("queries", queries, 1)
+        queries = checks.whole("queries", queries, maximum=MAX_QUERIES)
     rate = None
     if scenario in BOUNDED_SCENARIOS:
         if rate_per_s is None:
             raise ValueError(f"rate_per_s: the {scenario} scenario needs a target rate")
-        rate = _check_rate(rate_per_s)
+        rate = checks.positive("rate_per_s", rate_per_s)
         n = queries or server_query_count(rate, mix, rules)
         prompts, outputs = mix.lengths(n)
         log = _serve(system, mix.unit_arrivals(n) / rate, prompts, outputs, "poisson")
@@ -998,6 +1002,9 @@ def _offline_count(system: System, mix: QueryMix, rules: RunRules) -> int:
         if took >= rules.min_duration_s:
             return n
         n = rules.pad(max(n + 1, math.ceil(n / took * rules.min_duration_s * 1.1)))
+        if n > MAX_QUERIES:
+            raise ValueError(f"rules: an Offline run of {rules.min_duration_s:g} s needs more "
+                             f"than the {MAX_QUERIES:,} samples a run may hold")
 
 
 def offline_rate_per_s(system: System, mix: QueryMix | None = None,
@@ -1103,11 +1110,11 @@ def find_server_rate(system: System, scenario: str = "Server", *,
         raise ValueError(f"scenario: {scenario!r} has no rate to search; give "
                          f"{' or '.join(BOUNDED_SCENARIOS)}")
     bounds(model, scenario)
-    _check_count("iterations", iterations, 1)
+    checks.iterations("iterations", iterations)
     mix = QueryMix() if mix is None else mix
     rules = mlperf_rules(model) if rules is None else rules
     high = (1.2 * offline_rate_per_s(system, mix, rules) if upper_rate_per_s is None
-            else _check_rate(upper_rate_per_s))
+            else checks.real("upper_rate_per_s", upper_rate_per_s, low=MIN_SEARCH_RATE_PER_S))
     trials = []
     ticks = progress(range(iterations), label=f"{scenario} rate search, trials")
 
@@ -1160,7 +1167,7 @@ def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") 
     """
     if scenario not in BOUNDED_SCENARIOS:
         raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(BOUNDED_SCENARIOS)}")
-    rate = _check_rate(rate_per_s)
+    rate = checks.positive("rate_per_s", rate_per_s)
     summary = run_scenario(_cached_system(), scenario, rate_per_s=rate,
                            rules=mlperf_rules(scale=EXPLORER_SCALE))
     return ServerView(rate, scenario, np.sort(summary.log.ttft_s), np.sort(summary.log.tpot_s),
