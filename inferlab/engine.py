@@ -50,6 +50,8 @@ from pathlib import Path
 
 import numpy as np
 
+from inferlab import checks
+
 #: Bytes per weight, activation and cached key or value (float32; see above for why).
 BYTES_PER_NUMBER = 4
 DTYPE = np.float32
@@ -90,9 +92,7 @@ class EngineConfig:
 
     def __post_init__(self) -> None:
         for argument in ("layers", "model_width", "heads", "kv_heads", "mlp_width", "vocab_size"):
-            value = getattr(self, argument)
-            if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{argument}: got {value!r}; must be a whole number >= 1")
+            checks.whole(argument, getattr(self, argument), maximum=checks.MAX_ITEMS)
         if self.model_width % self.heads:
             raise ValueError(
                 f"heads: got {self.heads}, which does not divide model_width={self.model_width}; "
@@ -108,10 +108,8 @@ class EngineConfig:
                 f"heads: got {self.heads}, giving an odd head width {self.head_width}; "
                 "RoPE needs model_width // heads to be even"
             )
-        if not self.rope_base > 1:
-            raise ValueError(f"rope_base: got {self.rope_base!r}; must be > 1")
-        if not self.norm_eps > 0:
-            raise ValueError(f"norm_eps: got {self.norm_eps!r}; must be > 0")
+        checks.real("rope_base", self.rope_base, low=1.0, low_open=True)
+        checks.positive("norm_eps", self.norm_eps)
 
     @classmethod
     def named(cls, name: str = DEFAULT_SIZE) -> EngineConfig:
@@ -268,9 +266,7 @@ def prefill_flop(config: EngineConfig, prompt_tokens: int, batch: int = 1) -> fl
     (about ``4 x tokens^2 x width`` per layer) are left out, so this is a lower
     bound on the work. Used by "prefill and decode".
     """
-    _check_count("prompt_tokens", prompt_tokens)
-    _check_count("batch", batch)
-    tokens = batch * prompt_tokens
+    tokens = checks.whole("batch", batch) * checks.whole("prompt_tokens", prompt_tokens)
     return 2.0 * config.layers * config.layer_matmul_params * tokens + (
         2.0 * config.vocab_size * config.model_width * batch
     )
@@ -283,9 +279,8 @@ def decode_bytes(config: EngineConfig, batch: int, context_tokens: int) -> int:
     are shared by the batch, the cache is not. The numerator of the bandwidth
     floor (chapter "bandwidth floor").
     """
-    _check_count("batch", batch)
-    if context_tokens < 0:
-        raise ValueError(f"context_tokens: got {context_tokens}; must be >= 0")
+    batch = checks.whole("batch", batch)
+    context_tokens = checks.whole("context_tokens", context_tokens, minimum=0)
     return config.weight_bytes + batch * context_tokens * config.kv_bytes_per_token
 
 
@@ -303,14 +298,11 @@ def estimate(
     without them only memory and build time are estimated. Used before
     building a model in "prefill and decode" and "batching".
     """
-    _check_count("batch", batch)
-    _check_count("context_tokens", context_tokens)
-    for argument, value in (("bandwidth_bytes_per_s", bandwidth_bytes_per_s),
-                            ("flop_per_s", flop_per_s)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{argument}: got {value!r}; must be a positive finite number")
-    bandwidth = math.nan if bandwidth_bytes_per_s is None else bandwidth_bytes_per_s
-    flops = math.nan if flop_per_s is None else flop_per_s
+    batch = checks.whole("batch", batch)
+    context_tokens = checks.whole("context_tokens", context_tokens)
+    bandwidth = (math.nan if bandwidth_bytes_per_s is None
+                 else checks.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s))
+    flops = math.nan if flop_per_s is None else checks.positive("flop_per_s", flop_per_s)
     kv_cache = batch * context_tokens * config.kv_bytes_per_token
     # The peak of a prefill of the whole context: the attention scores and
     # their softmax (batch x heads x tokens^2 each), next to the residual
@@ -360,9 +352,8 @@ def check_fits(needs: Estimate, available: tuple[int, str] | None = None) -> Non
         )
 
 
-def _check_count(argument: str, value: int) -> None:
-    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{argument}: got {value!r}; must be a whole number >= 1")
+#: Caches above this many bytes are checked against free memory before they are allocated.
+_CACHE_BYTES_CHECKED = 2**26
 
 
 class KVCache:
@@ -377,11 +368,25 @@ class KVCache:
     """
 
     def __init__(self, config: EngineConfig, batch: int, capacity: int) -> None:
-        _check_count("batch", batch)
-        _check_count("capacity", capacity)
+        batch = checks.whole("batch", batch, maximum=checks.MAX_ITEMS)
+        capacity = checks.whole("capacity", capacity, maximum=checks.MAX_ITEMS)
         shape = (batch, config.kv_heads, capacity, config.head_width)
-        self.keys = [np.zeros(shape, DTYPE) for _ in range(config.layers)]
-        self.values = [np.zeros(shape, DTYPE) for _ in range(config.layers)]
+        needs = 2 * config.layers * math.prod(shape) * BYTES_PER_NUMBER
+        refusal = (f"batch, capacity: a cache of {batch:,} x {capacity:,} tokens needs "
+                   f"{needs / 2**30:.2f} GiB")
+        # Free memory is read only for a large cache: a prefill builds a cache inside the
+        # timed region of measure.ttft_by_prompt_length, and reading /proc costs there.
+        if needs > _CACHE_BYTES_CHECKED:
+            available, source = available_memory_bytes()
+            if needs > FREE_MEMORY_FRACTION * available:
+                raise ValueError(f"{refusal}, over {FREE_MEMORY_FRACTION:.0%} of the "
+                                 f"{available / 2**30:.2f} GiB available ({source})")
+        try:
+            self.keys = [np.zeros(shape, DTYPE) for _ in range(config.layers)]
+            self.values = [np.zeros(shape, DTYPE) for _ in range(config.layers)]
+        except MemoryError:
+            # A limit below what the OS reports free (a container's, ulimit -v) refuses it.
+            raise ValueError(f"{refusal}, more than this process may allocate") from None
         self.batch = batch
         self.capacity = capacity
         self.length = 0
@@ -428,8 +433,28 @@ class LayerWeights:
     down: np.ndarray  # (mlp_width, width)
 
 
+# The building blocks, each public with its arguments checked, and an unchecked twin that
+# the forward pass calls on arrays it built itself: a check scans every element, and the
+# forward pass calls these once per layer per step.
+
+
+def _values(name: str, x) -> np.ndarray:
+    """``x`` as an array in its own dtype (float32 stays float32), once checked finite."""
+    checks.reals(name, x)
+    return np.asarray(x)
+
+
 def rms_norm(x: np.ndarray, gain: np.ndarray, eps: float) -> np.ndarray:
     """``x / sqrt(mean(x^2) + eps) * gain`` over the last axis (Zhang & Sennrich, 2019)."""
+    x, gain = _values("x", x), _values("gain", gain)
+    if gain.shape != x.shape[-1:]:
+        raise ValueError(f"gain: shape {gain.shape}; give one gain per element of x's last "
+                         f"axis, shape {x.shape[-1:]}")
+    result = _rms_norm(x, gain, checks.non_negative("eps", eps))
+    return checks.finite_result(result, "x", "eps")
+
+
+def _rms_norm(x: np.ndarray, gain: np.ndarray, eps: float) -> np.ndarray:
     mean_square = np.mean(np.square(x), axis=-1, keepdims=True)
     return x * (gain / np.sqrt(mean_square + eps))
 
@@ -440,7 +465,18 @@ def rotary_angles(
     """Cosine and sine of ``position x base^(-2i/head_width)``, ``(tokens, head_width/2)`` each.
 
     Computed once per forward pass and shared by every layer's queries and keys.
+    ``base`` is above 1, as :class:`EngineConfig`'s ``rope_base``.
     """
+    positions = checks.reals("positions", positions, low=0.0)
+    head_width = checks.whole("head_width", head_width, minimum=2, maximum=checks.MAX_ITEMS)
+    if positions.size * (head_width // 2) > checks.MAX_ITEMS:
+        raise ValueError(f"positions, head_width: {positions.size:,} positions x "
+                         f"{head_width // 2:,} angles is more than {checks.MAX_ITEMS:,}")
+    return _rotary_angles(positions, head_width, checks.real("base", base, low=1.0,
+                                                             low_open=True))
+
+
+def _rotary_angles(positions, head_width: int, base: float) -> tuple[np.ndarray, np.ndarray]:
     half = head_width // 2
     inverse_frequency = base ** (-np.arange(half, dtype=np.float64) / half)
     angles = np.outer(positions, inverse_frequency)
@@ -456,6 +492,19 @@ def rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     recomputing the whole sequence (Su et al., 2021, "RoFormer"; the half-split
     pairing of GPT-NeoX and Llama).
     """
+    x, cos, sin = _values("x", x), _values("cos", cos), _values("sin", sin)
+    half = x.shape[-1] // 2
+    try:
+        if cos.shape != sin.shape:
+            raise ValueError
+        np.broadcast_shapes(x[..., :half].shape, cos.shape)
+    except ValueError:
+        raise ValueError(f"cos, sin: shapes {cos.shape} and {sin.shape}; give one shape that "
+                         f"fits half of x's last axis, {x[..., :half].shape}") from None
+    return checks.finite_result(_rope(x, cos, sin), "x")
+
+
+def _rope(x: np.ndarray, cos: np.ndarray, sin: np.ndarray) -> np.ndarray:
     half = x.shape[-1] // 2
     first, second = x[..., :half], x[..., half:]
     return np.concatenate([first * cos - second * sin, second * cos + first * sin], axis=-1)
@@ -467,11 +516,20 @@ def silu(x: np.ndarray) -> np.ndarray:
     Written with ``sigmoid(x) = (1 + tanh(x / 2)) / 2``, which cannot overflow
     where ``1 / (1 + exp(-x))`` would for ``x < -88`` in float32.
     """
+    return _silu(_values("x", x))
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
     return x * (0.5 + 0.5 * np.tanh(0.5 * x))
 
 
 def softmax(x: np.ndarray) -> np.ndarray:
     """Softmax over the last axis, shifted by the maximum so ``exp`` cannot overflow."""
+    x = _values("x", x)
+    return _softmax(x if x.dtype.kind == "f" else x.astype(float))
+
+
+def _softmax(x: np.ndarray) -> np.ndarray:
     shifted = x - x.max(axis=-1, keepdims=True)
     # In place: at batch 8 and long contexts the scores are megabytes, and each
     # temporary would be another pass through memory.
@@ -508,7 +566,7 @@ class Engine:
         check_fits(self.estimate, available)
         if show is not None:
             show(self.estimate.describe())
-        rng = np.random.default_rng(seed)
+        rng = np.random.default_rng(checks.seed("seed", seed))
         d, f = config.model_width, config.mlp_width
 
         def matrix(rows: int, columns: int) -> np.ndarray:
@@ -580,7 +638,7 @@ class Engine:
             raise ValueError(f"tokens: ids must be in 0..{config.vocab_size - 1}")
         start, end = cache.length, cache.length + new
         positions = np.arange(start, end)
-        cos, sin = rotary_angles(positions, config.head_width, config.rope_base)
+        cos, sin = _rotary_angles(positions, config.head_width, config.rope_base)
         heads, kv_heads, head_width = config.heads, config.kv_heads, config.head_width
         group = heads // kv_heads
         d = config.model_width
@@ -593,7 +651,7 @@ class Engine:
         x = self.embedding[:, tokens].transpose(1, 2, 0).reshape(batch * new, d)
         for index, layer in enumerate(self.layers):
             q, k, v = self._projections(layer, x, batch, new)
-            q, k = rope(q, cos, sin) * self._query_scale, rope(k, cos, sin)
+            q, k = _rope(q, cos, sin) * self._query_scale, _rope(k, cos, sin)
             keys, values = cache.keys[index], cache.values[index]
             keys[:, :, start:end] = k
             values[:, :, start:end] = v
@@ -604,7 +662,7 @@ class Engine:
             q = q.reshape(batch, kv_heads, group * new, head_width)
             scores = q @ keys[:, :, :end].transpose(0, 1, 3, 2)
             scores.reshape(batch, kv_heads, group, new, end)[...] += mask
-            weights = softmax(scores).reshape(batch, kv_heads, group * new, end)
+            weights = _softmax(scores).reshape(batch, kv_heads, group * new, end)
             attended = weights @ values[:, :, :end]
             attended = attended.reshape(batch, heads, new, head_width).transpose(0, 2, 1, 3)
             x = self._mlp(layer, x + attended.reshape(batch * new, d) @ layer.attention_out)
@@ -637,13 +695,13 @@ class Engine:
         heads, kv_heads, head_width = config.heads, config.kv_heads, config.head_width
         group = heads // kv_heads
         positions = np.array([cache.length for cache in caches])
-        cos, sin = rotary_angles(positions, head_width, config.rope_base)
+        cos, sin = _rotary_angles(positions, head_width, config.rope_base)
         cos, sin = cos[:, None, None, :], sin[:, None, None, :]
         x = self.embedding[:, tokens].T
         attended = np.empty((batch, heads, head_width), DTYPE)
         for index, layer in enumerate(self.layers):
             q, k, v = self._projections(layer, x, batch, 1)
-            q, k = rope(q, cos, sin) * self._query_scale, rope(k, cos, sin)
+            q, k = _rope(q, cos, sin) * self._query_scale, _rope(k, cos, sin)
             for row, cache in enumerate(caches):
                 end = positions[row] + 1
                 keys, values = cache.keys[index][0], cache.values[index][0]
@@ -651,7 +709,7 @@ class Engine:
                 values[:, end - 1] = v[row, :, 0]
                 query = q[row].reshape(kv_heads, group, head_width)
                 scores = query @ keys[:, :end].transpose(0, 2, 1)
-                attended[row] = (softmax(scores) @ values[:, :end]).reshape(heads, head_width)
+                attended[row] = (_softmax(scores) @ values[:, :end]).reshape(heads, head_width)
             x = self._mlp(layer, x + attended.reshape(batch, d) @ layer.attention_out)
         for cache in caches:
             cache.length += 1
@@ -670,7 +728,7 @@ class Engine:
         head_width)`` queries and ``(batch, kv_heads, new, head_width)`` keys and values."""
         config = self.config
         d, kv_width, head_width = config.model_width, config.kv_width, config.head_width
-        qkv = rms_norm(x, layer.attention_norm, config.norm_eps) @ layer.qkv
+        qkv = _rms_norm(x, layer.attention_norm, config.norm_eps) @ layer.qkv
 
         def heads(columns, count):
             return columns.reshape(batch, new, count, head_width).transpose(0, 2, 1, 3)
@@ -681,13 +739,13 @@ class Engine:
     def _mlp(self, layer, x: np.ndarray) -> np.ndarray:
         """The residual stream after the layer's gated MLP (SwiGLU)."""
         config = self.config
-        gate_up = rms_norm(x, layer.mlp_norm, config.norm_eps) @ layer.gate_up
+        gate_up = _rms_norm(x, layer.mlp_norm, config.norm_eps) @ layer.gate_up
         gate, up = gate_up[:, :config.mlp_width], gate_up[:, config.mlp_width:]
-        return x + (silu(gate) * up) @ layer.down
+        return x + (_silu(gate) * up) @ layer.down
 
     def _logits(self, x: np.ndarray) -> np.ndarray:
         # Tied embeddings: the output head is the embedding matrix.
-        return rms_norm(x, self.final_norm, self.config.norm_eps) @ self.embedding
+        return _rms_norm(x, self.final_norm, self.config.norm_eps) @ self.embedding
 
     def prefill(
         self, prompts: np.ndarray, capacity: int | None = None
@@ -718,7 +776,7 @@ class Engine:
         Greedy sampling takes the most likely token at each step, so the output
         is deterministic, which is what the equivalence tests need.
         """
-        _check_count("new_tokens", new_tokens)
+        new_tokens = checks.whole("new_tokens", new_tokens, maximum=checks.MAX_ITEMS)
         prompts = np.asarray(prompts)
         if prompts.ndim != 2:
             raise ValueError(f"prompts: got shape {prompts.shape}; must be (batch, prompt_tokens)")
@@ -741,5 +799,12 @@ class Engine:
 
 
 def greedy(logits: np.ndarray) -> np.ndarray:
-    """The most likely token of each row of ``logits`` (``(batch, vocab)`` -> ``(batch,)``)."""
-    return np.argmax(logits, axis=-1)
+    """The most likely token of each row of ``logits`` (``(batch, vocab)`` -> ``(batch,)``).
+
+    Only the shape is checked: the server and the timed decode loops call this every
+    step, and a NaN logit still gives a token id.
+    """
+    array = np.asarray(logits)
+    if array.ndim == 0 or array.shape[-1] == 0:
+        raise ValueError(f"logits: shape {array.shape}; give at least one logit per row")
+    return np.argmax(array, axis=-1)

@@ -126,7 +126,7 @@ def test_shapes_and_parameter_count_match_the_configuration(engine):
 def test_invalid_configurations_name_the_argument(changes, argument):
     fields = {"layers": 2, "model_width": 64, "heads": 8, "kv_heads": 4, "mlp_width": 96,
               "vocab_size": 100, **changes}
-    with pytest.raises(ValueError, match=rf"^{argument}: got"):
+    with pytest.raises(ValueError, match=rf"^{argument}: "):
         EngineConfig(**fields)
 
 
@@ -163,7 +163,7 @@ def test_floors_follow_their_formulas():
     memory_only = estimate(config)
     assert memory_only.memory_bytes == shown.memory_bytes
     assert np.isnan(memory_only.decode_step_s) and "decode step" not in memory_only.describe()
-    with pytest.raises(ValueError, match="flop_per_s: got 0"):
+    with pytest.raises(ValueError, match="flop_per_s: 0 is not allowed"):
         estimate(config, flop_per_s=0)
 
 
