@@ -90,6 +90,7 @@ from pathlib import Path
 
 import numpy as np
 
+from inferlab import checks
 from inferlab.loadclient import RequestTrace, Trace
 from inferlab.loadgen import LatencyBounds, loadgen_percentile
 from inferlab.tokenizers import get_tokenizer
@@ -167,8 +168,15 @@ def tpot_s(r, tokens: int | None = None) -> float:
 
     ``tokens`` defaults to the server's ``completion_tokens``; nan for one
     token or fewer (the formula has no gap to divide by), as vLLM skips them.
+    A ``tokens`` given must be at least 2: asking for the TPOT of a count that has
+    none is refused by name rather than answered with nan.
     """
-    n = r.completion_tokens if tokens is None else tokens
+    if tokens is not None:
+        tokens = checks.whole("tokens", tokens, minimum=2)
+    return _tpot(r, r.completion_tokens if tokens is None else tokens)
+
+
+def _tpot(r, n: int | None) -> float:
     if n is None or n < 2:
         return math.nan
     return (last_choice_s(r) - first_choice_s(r)) / (n - 1)
@@ -201,14 +209,12 @@ def synthetic_request(ttft_s: float, tpot_s: float, tokens: int, tokens_per_chun
     server alike. For exercises and for showing how a definition reacts to one
     change at a time (endpoint lab).
     """
-    if not isinstance(tokens, int) or tokens < 1:
-        raise ValueError(f"tokens: got {tokens!r}; must be a whole number >= 1")
-    if not isinstance(tokens_per_chunk, int) or tokens_per_chunk < 1:
-        raise ValueError(f"tokens_per_chunk: got {tokens_per_chunk!r}; must be >= 1")
-    if not isinstance(prompt_tokens, int) or prompt_tokens < 1:
-        raise ValueError(f"prompt_tokens: got {prompt_tokens!r}; must be a whole number >= 1")
-    if not (ttft_s > 0 and tpot_s > 0):
-        raise ValueError(f"ttft_s, tpot_s: got {ttft_s!r}, {tpot_s!r}; must be > 0")
+    tokens = checks.whole("tokens", tokens, maximum=checks.MAX_ITEMS)
+    tokens_per_chunk = checks.whole("tokens_per_chunk", tokens_per_chunk)
+    prompt_tokens = checks.whole("prompt_tokens", prompt_tokens)
+    ttft_s, tpot_s = checks.positive("ttft_s", ttft_s), checks.positive("tpot_s", tpot_s)
+    checks.text("token_text", token_text, empty=True)
+    checks.finite_result(ttft_s + (tokens - 1) * tpot_s, "ttft_s", "tpot_s", "tokens")
     ready = [ttft_s + i * tpot_s for i in range(tokens)]
     times, texts = [], []
     for start in range(0, tokens, tokens_per_chunk):
@@ -270,7 +276,7 @@ def llmperf_summary(requests: Sequence, duration_s: float,
         "request_output_throughput_median_tok_s": _median(x.output_throughput_tok_s
                                                           for x in rows),
         "output_tokens": float(sum(x.output_tokens for x in rows)),
-        "output_throughput_tok_s": sum(x.output_tokens for x in rows) / _positive(duration_s),
+        "output_throughput_tok_s": _per_second(sum(x.output_tokens for x in rows), duration_s),
     }
 
 
@@ -306,11 +312,10 @@ def vllm_summary(requests: Sequence, duration_s: float, *,
     _check_nonempty(requests)
     if prompt_source not in ("client", "server"):
         raise ValueError(f"prompt_source: got {prompt_source!r}; must be 'client' or 'server'")
-    duration = _positive(duration_s)
     ttft = [first_choice_s(r) for r in requests]
     latency = [last_choice_s(r) for r in requests]
     tokens = [vllm_output_tokens(r, count_tokens) for r in requests]
-    tpot = [tpot_s(r, n) for r, n in zip(requests, tokens, strict=True)]
+    tpot = [_tpot(r, n) for r, n in zip(requests, tokens, strict=True)]
     itl = [gap for r in requests for gap in chunk_gaps_s(r)]
     if prompt_source == "client":
         prompt = sum(r.requested_prompt_tokens for r in requests)
@@ -318,8 +323,8 @@ def vllm_summary(requests: Sequence, duration_s: float, *,
         prompt = sum(r.prompt_tokens or 0 for r in requests)
     good = 0
     for t, p, e in zip(ttft, tpot, latency, strict=True):
-        checks = [(slo_ttft_ms, t), (slo_tpot_ms, 0.0 if math.isnan(p) else p), (slo_e2el_ms, e)]
-        if all(slo is None or value * 1e3 <= slo for slo, value in checks):
+        slos = [(slo_ttft_ms, t), (slo_tpot_ms, 0.0 if math.isnan(p) else p), (slo_e2el_ms, e)]
+        if all(slo is None or value * 1e3 <= slo for slo, value in slos):
             good += 1
     return {
         "ttft_mean_s": _mean(ttft), "ttft_median_s": _median(ttft),
@@ -327,10 +332,10 @@ def vllm_summary(requests: Sequence, duration_s: float, *,
         "itl_mean_s": _mean(itl), "itl_median_s": _median(itl),
         "itl_p99_s": float(np.percentile(itl, 99)) if itl else math.nan,
         "e2el_mean_s": _mean(latency),
-        "request_throughput_per_s": len(requests) / duration,
-        "request_goodput_per_s": good / duration,
-        "output_throughput_tok_s": sum(tokens) / duration,
-        "total_token_throughput_tok_s": (sum(tokens) + prompt) / duration,
+        "request_throughput_per_s": _per_second(len(requests), duration_s),
+        "request_goodput_per_s": _per_second(good, duration_s),
+        "output_throughput_tok_s": _per_second(sum(tokens), duration_s),
+        "total_token_throughput_tok_s": _per_second(sum(tokens) + prompt, duration_s),
     }
 
 
@@ -361,7 +366,7 @@ def mlperf_summary(requests: Sequence, duration_s: float,
     if bounds is not None:
         valid = float(ttft_p99 <= bounds.ttft_s and tpot_p99 <= bounds.tpot_s)
     return {"ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99,
-            "tokens_per_s": tokens / _positive(duration_s), "valid": valid}
+            "tokens_per_s": _per_second(tokens, duration_s), "valid": valid}
 
 
 def aiperf_output_tokens(r, count_tokens: Callable[[str], int] | None,
@@ -397,7 +402,6 @@ def aiperf_summary(requests: Sequence, duration_s: float | None = None,
     """
     _check_nonempty(requests)
     span = aiperf_duration_s(requests)
-    duration = span if duration_s is None else _positive(duration_s)
     itl, per_user, total = [], [], 0
     for r in requests:
         n = aiperf_output_tokens(r, count_tokens, use_server_token_count)
@@ -415,7 +419,8 @@ def aiperf_summary(requests: Sequence, duration_s: float | None = None,
         "inter_chunk_latency_mean_s": _mean(chunk),
         "output_token_throughput_per_user_tok_s": _mean(per_user),
         "output_sequence_length_mean": total / len(requests),
-        "output_token_throughput_tok_s": total / duration,
+        "output_token_throughput_tok_s": _per_second(total, span if duration_s is None
+                                                     else duration_s),
         "benchmark_duration_s": span,
     }
 
@@ -453,7 +458,7 @@ def guidellm_summary(requests: Sequence, duration_s: float) -> dict[str, float]:
         "tpot_mean_s": _weighted_mean(tpot, tpot_w),
         "tpot_median_s": _weighted_median(tpot, tpot_w),
         "request_latency_mean_s": _mean(e2e_s(r) for r in requests),
-        "output_tokens_per_s": total / _positive(duration_s),
+        "output_tokens_per_s": _per_second(total, duration_s),
     }
 
 
@@ -636,12 +641,7 @@ def read_guidellm(path, benchmark: int = 0) -> Trace:
     inter chunk latency) are not in the file. Times are seconds from the
     benchmark's ``start_time``; ``duration_s`` is its ``duration``.
     """
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    runs = data.get("benchmarks") or []
-    if not isinstance(benchmark, int) or not 0 <= benchmark < len(runs):
-        raise ValueError(f"benchmark: got {benchmark!r}; this file has {len(runs)} "
-                         f"(0 to {len(runs) - 1})")
-    run = runs[benchmark]
+    run = _guidellm_run(path, benchmark)
     t0 = run["start_time"]
     traces = []
     for index, stats in enumerate(run["requests"]["successful"]):
@@ -658,10 +658,16 @@ def read_guidellm(path, benchmark: int = 0) -> Trace:
     return Trace(tuple(traces), None, float(run["duration"]), "", "")
 
 
+def _guidellm_run(path, benchmark: int) -> dict:
+    runs = json.loads(Path(path).read_text(encoding="utf-8")).get("benchmarks") or []
+    if not runs:
+        raise ValueError(f"path: {path} holds no benchmark")
+    return runs[checks.whole("benchmark", benchmark, minimum=0, maximum=len(runs) - 1)]
+
+
 def read_guidellm_summary(path, benchmark: int = 0) -> dict[str, float]:
     """guidellm's own aggregates of one benchmark in seconds, keyed as :func:`guidellm_summary`."""
-    data = json.loads(Path(path).read_text(encoding="utf-8"))
-    metrics = data["benchmarks"][benchmark]["metrics"]
+    metrics = _guidellm_run(path, benchmark)["metrics"]
 
     def stat(name: str, key: str) -> float:
         return float(metrics[name]["successful"][key])
@@ -776,9 +782,12 @@ def _weighted_median(values: Sequence[float], weights: Sequence[int]) -> float:
 
 
 def _positive(duration_s: float) -> float:
-    if not duration_s > 0:
-        raise ValueError(f"duration_s: got {duration_s!r}; must be > 0")
-    return float(duration_s)
+    return checks.positive("duration_s", duration_s)
+
+
+def _per_second(total: float, duration_s: float) -> float:
+    # A duration near the smallest float divides a count to infinity.
+    return checks.finite_result(total / _positive(duration_s), "duration_s")
 
 
 def _check_nonempty(requests) -> None:

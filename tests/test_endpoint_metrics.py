@@ -44,7 +44,8 @@ def test_tpot_excludes_the_first_token_and_ends_at_the_last_choice():
     # A: (0.8 - 0.5) / (4 - 1) = 0.1 s; B: (0.5 - 0.3) / 3 = 0.0667 s.
     assert em.tpot_s(A) == pytest.approx(0.1)
     assert em.tpot_s(B) == pytest.approx(0.2 / 3)
-    assert math.isnan(em.tpot_s(A, tokens=1))
+    with pytest.raises(ValueError, match="tokens"):
+        em.tpot_s(A, tokens=1)
 
 
 def test_llmperf_divides_its_summed_gaps_by_the_events_it_received():
