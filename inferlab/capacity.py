@@ -212,7 +212,8 @@ def chips_to_hold(
     per_chip = checks.positive("capacity_bytes_per_chip", capacity_bytes_per_chip)
     usable = usable_bytes(per_chip, reserve_fraction)
     # Round before ceil so that 140 GB on 70 GB chips is 2, not 3 from float noise.
-    needed = math.ceil(round(total / usable, 9))
+    ratio = checks.finite_result(total / usable, "total_bytes", "capacity_bytes_per_chip")
+    needed = math.ceil(round(ratio, 9))
     if max_chips is not None:
         max_chips = checks.whole("max_chips", max_chips)
         if needed > max_chips:

@@ -49,8 +49,9 @@ from dataclasses import dataclass, field
 import httpx
 import numpy as np
 
+from inferlab import checks
 from inferlab.progress import progress
-from inferlab.tokenizers import get_tokenizer
+from inferlab.tokenizers import available_tokenizers, get_tokenizer
 
 # Common English words to build prompts from (gibberish in any order, but
 # tokenized as real words by every tokenizer).
@@ -235,8 +236,13 @@ def _lengths(mean: int, sd: float, n: int, rng: np.random.Generator) -> np.ndarr
 
 
 def make_prompt(tokens: int, rng: np.random.Generator, tokenizer: str = "cl100k_base") -> str:
-    """Random English words cut to ``tokens`` tokens of ``tokenizer``, a new text per call."""
-    tok = get_tokenizer(tokenizer)
+    """Random English words cut to ``tokens`` tokens of ``tokenizer``, a new text per call.
+
+    At most :data:`inferlab.checks.MAX_ITEMS` tokens: twice as many words are drawn.
+    """
+    tokens = checks.whole("tokens", tokens, maximum=checks.MAX_ITEMS)
+    checks.instance("rng", rng, np.random.Generator)
+    tok = get_tokenizer(checks.option("tokenizer", tokenizer, available_tokenizers()))
     words = rng.choice(_WORDS, size=2 * tokens + 8)
     ids = tok.encode(" ".join(words))[:tokens]
     return tok.decode(ids)

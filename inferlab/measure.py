@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from inferlab import checks
 from inferlab.engine import Engine, decode_bytes, greedy, prefill_flop
 from inferlab.progress import progress
 
@@ -43,10 +44,8 @@ def time_repeats(
     have: page faults on fresh arrays, waking BLAS threads. With a ``label`` a
     notebook shows a progress bar while the calls run (:func:`inferlab.progress.progress`).
     """
-    if not isinstance(repeats, int) or repeats < 1:
-        raise ValueError(f"repeats: got {repeats!r}; must be a whole number >= 1")
-    if not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup: got {warmup!r}; must be a whole number >= 0")
+    repeats = checks.whole("repeats", repeats, maximum=checks.MAX_ITEMS)
+    warmup = checks.whole("warmup", warmup, minimum=0, maximum=checks.MAX_ITEMS)
     seconds = np.empty(repeats)
     calls = range(warmup + repeats)
     for index in (calls if label is None else progress(calls, label=label)):
@@ -66,21 +65,9 @@ def spread(seconds: np.ndarray) -> dict[str, float]:
     The median, not the mean: a run slowed by another process is an outlier
     that the median ignores.
     """
-    seconds = np.asarray(seconds, dtype=float)
-    if seconds.size == 0:
-        raise ValueError("seconds: got no timings; need at least one")
+    seconds = checks.reals("seconds", seconds, low=0.0)
     p10, median, p90 = np.percentile(seconds, [10, 50, 90])
     return {"median_s": float(median), "p10_s": float(p10), "p90_s": float(p90)}
-
-
-def _check_rate(argument: str, value: float) -> None:
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{argument}: got {value!r}; must be a positive finite number")
-
-
-def _check_sizes(argument: str, values: Sequence[int], minimum: int) -> None:
-    if len(values) == 0 or any(int(value) != value or value < minimum for value in values):
-        raise ValueError(f"{argument}: got {list(values)!r}; must be whole numbers >= {minimum}")
 
 
 def _timed_row(what: dict, repeats: int, stats: dict, work_name: str, work: float,
@@ -110,8 +97,8 @@ def ttft_by_prompt_length(
     ``prompt_tokens, batch, repeats, median_s, p10_s, p90_s, flop, floor_s,
     floor_fraction, achieved_flop_per_s``. Chapter "prefill and decode".
     """
-    _check_sizes("prompt_tokens", prompt_tokens, 1)
-    _check_rate("flop_per_s", flop_per_s)
+    checks.wholes("prompt_tokens", prompt_tokens)
+    checks.positive("flop_per_s", flop_per_s)
     rng = np.random.default_rng(seed)
     rows = []
     for tokens in progress(prompt_tokens, label="Timing prefill at each prompt length"):
@@ -148,9 +135,9 @@ def decode_step_times(
     tokens_per_s, achieved_bytes_per_s``. Chapters "bandwidth floor" and
     "batching".
     """
-    _check_sizes("batch_sizes", batch_sizes, 1)
-    _check_sizes("context_tokens", context_tokens, 0)
-    _check_rate("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
+    checks.wholes("batch_sizes", batch_sizes)
+    checks.wholes("context_tokens", context_tokens, minimum=0)
+    checks.positive("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     rng = np.random.default_rng(seed)
     rows = []
     cells = [(int(batch), int(context)) for batch in batch_sizes for context in context_tokens]

@@ -14,6 +14,12 @@ from __future__ import annotations
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
+from inferlab import checks
+
+#: The most panels a figure has along either side: ten panels across a page are each
+#: narrower than their tick labels, and a grid of thousands takes minutes to lay out.
+MAX_PANELS_PER_SIDE = 10
+
 KIND_COLORS = {
     "measured": "#1b7837",
     "modelled": "#2166ac",
@@ -72,6 +78,11 @@ def label_kind(ax, *kinds: str) -> None:
 
 
 def figure(nrows: int = 1, ncols: int = 1, **kwargs):
-    """A new figure in the book's style: ``fig, ax = figure()``."""
+    """A new figure in the book's style: ``fig, ax = figure()``.
+
+    At most :data:`MAX_PANELS_PER_SIDE` rows and as many columns.
+    """
+    nrows = checks.whole("nrows", nrows, maximum=MAX_PANELS_PER_SIDE)
+    ncols = checks.whole("ncols", ncols, maximum=MAX_PANELS_PER_SIDE)
     use_style()
     return plt.subplots(nrows, ncols, layout="constrained", **kwargs)

@@ -15,9 +15,10 @@ Used in chapters 'Batching', 'Benchmark scenarios' and 'The endpoint lab'.
 from __future__ import annotations
 
 import html
-import numbers
 import time
 from collections.abc import Iterable, Iterator
+
+from inferlab import checks
 
 #: Redraw the bar at most this often (seconds), so that a fast loop sends few messages.
 UPDATE_EVERY_S = 0.1
@@ -52,10 +53,8 @@ def progress(items: Iterable, *, label: str, total: int | None = None) -> Iterat
         except TypeError:
             raise TypeError("total: give the number of items; this iterable has no "
                             "length") from None
-    if (not isinstance(total, numbers.Integral) or isinstance(total, bool)
-            or total < 1):
-        raise ValueError(f"total: {total!r} is not allowed; give a whole number >= 1")
-    return _shown(items, label, int(total)) if _in_kernel() else _plain(items)
+    total = checks.whole("total", total)
+    return _shown(items, label, total) if _in_kernel() else _plain(items)
 
 
 def _plain(items: Iterable) -> Iterator:

@@ -29,7 +29,6 @@ import array
 import heapq
 import itertools
 import json
-import math
 import numbers
 import threading
 import time
@@ -38,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from inferlab import checks
 from inferlab.loadgen import QueryLog
 
 #: The seeds LoadGen draws its schedule and samples from (``mlperf.conf``'s values).
@@ -213,14 +213,18 @@ def settings(scenario: str, *, ttft_bound_s: float, tpot_bound_s: float,
 
     Used in chapter 'Benchmark scenarios'.
     """
-    lg = _loadgen()
-    if scenario not in ("Server", "SingleStream"):
-        raise ValueError(f"scenario: {scenario!r} is not allowed; give Server or SingleStream")
+    checks.option("scenario", scenario, ("Server", "SingleStream"))
+    # LoadGen holds the times as int64 nanoseconds or milliseconds: a time past 2**63 of
+    # them raises inside its bindings, where no argument is named.
+    longest_s = (2**63 - 1) / 1e9
     for name, value in (("ttft_bound_s", ttft_bound_s), ("tpot_bound_s", tpot_bound_s),
-                        ("min_duration_s", min_duration_s), ("target_qps", target_qps),
+                        ("min_duration_s", min_duration_s),
                         ("expected_latency_s", expected_latency_s)):
-        if not isinstance(value, numbers.Real) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{name}: {value!r} is not allowed; give a positive number")
+        checks.positive(name, value, high=longest_s)
+    checks.non_negative("max_duration_s", max_duration_s, high=longest_s)
+    checks.positive("target_qps", target_qps)
+    min_queries = checks.whole("min_queries", min_queries, maximum=2**63 - 1)
+    lg = _loadgen()
     test = lg.TestSettings()
     test.scenario = getattr(lg.TestScenario, scenario)
     test.mode = lg.TestMode.PerformanceOnly
@@ -231,7 +235,7 @@ def settings(scenario: str, *, ttft_bound_s: float, tpot_bound_s: float,
     test.single_stream_expected_latency_ns = round(expected_latency_s * 1e9)
     test.min_duration_ms = round(min_duration_s * 1e3)
     test.max_duration_ms = round(max_duration_s * 1e3)
-    test.min_query_count = int(min_queries)
+    test.min_query_count = min_queries
     test.sample_concatenate_permutation = bool(equal_issue)
     for name, value in SEEDS.items():
         setattr(test, name, value)

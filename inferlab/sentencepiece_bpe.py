@@ -37,6 +37,8 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from inferlab import checks
+
 DATA_DIR = Path(__file__).resolve().parent / "tokenizer_data"
 
 #: Ids of the special tokens and of the first byte-fallback token.
@@ -62,14 +64,25 @@ class SentencePieceBPE:
     """
 
     def __init__(self, tokens: Sequence[str], merges: Sequence[tuple[int, int]]) -> None:
-        self.tokens = tuple(tokens)
+        self.tokens = tuple(checks.text("tokens", token, empty=True) for token in tokens)
+        if not self.tokens:
+            raise ValueError("tokens: give at least one token")
+        merges = checks.wholes("merges", merges, minimum=0, maximum=len(self.tokens) - 1,
+                               empty=True)
+        if merges.size and (merges.ndim != 2 or merges.shape[1] != 2):
+            raise ValueError(f"merges: shape {merges.shape}; give (left_id, right_id) pairs")
         index = {token: i for i, token in enumerate(self.tokens)}
+        unknown = [(left, right) for left, right in merges.tolist()
+                   if self.tokens[left] + self.tokens[right] not in index]
+        if unknown:
+            raise ValueError(f"merges: {unknown[0]} joins two tokens into one that is not in "
+                             f"tokens ({len(unknown):,} such pairs)")
         # Single characters that have a token of their own.
         self._char_id = {token: i for token, i in index.items() if len(token) == 1}
         # (left, right) -> (priority, merged id); smaller priority merges first.
         self._merges = {
             (left, right): (rank, index[self.tokens[left] + self.tokens[right]])
-            for rank, (left, right) in enumerate(merges)
+            for rank, (left, right) in enumerate(merges.tolist())
         }
         self._bytes = tuple(self._token_bytes(i) for i in range(len(self.tokens)))
         self._cache: dict[str, tuple[int, ...]] = {}
@@ -249,9 +262,15 @@ def load(data_dir: Path | str | None = None, name: str = "llama2") -> SentencePi
 
     Used in chapter 'Tokenizers'.
     """
+    folder = DATA_DIR if data_dir is None else Path(data_dir)
+    checks.text("name", name)
+    if not (folder / f"{name}.vocab").is_file() or not (folder / f"{name}.merges").is_file():
+        stored = sorted(path.stem for path in folder.glob("*.merges"))
+        raise ValueError(f"name: no tokenizer {name!r} in {folder}; give one of "
+                         f"{', '.join(stored) or 'none (the folder holds no .merges file)'}")
     if data_dir is None:
         return _load_bundled(name)
-    return SentencePieceBPE(*_read(Path(data_dir), name))
+    return SentencePieceBPE(*_read(folder, name))
 
 
 @functools.cache

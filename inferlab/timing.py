@@ -141,7 +141,12 @@ def request_timeline(prompt_tokens: int, output_tokens: int, decode_tok_per_s: f
     decode = checks.positive("decode_tok_per_s", decode_tok_per_s)
     prefill = checks.positive("prefill_tok_per_s", prefill_tok_per_s)
     queue = checks.non_negative("queue_s", queue_s)
-    return RequestTimeline(prompt, n, queue, prompt / prefill, 1.0 / decode)
+    prefill_s = checks.finite_result(prompt / prefill, "prompt_tokens", "prefill_tok_per_s")
+    tpot = checks.finite_result(1.0 / decode, "decode_tok_per_s")
+    # The timeline's end-to-end time must be a float as well, not only its parts.
+    checks.finite_result(queue + prefill_s + (n - 1) * tpot, "output_tokens", "decode_tok_per_s",
+                         "queue_s")
+    return RequestTimeline(prompt, n, queue, prefill_s, tpot)
 
 
 # --- the reconciliation ----------------------------------------------------------------------

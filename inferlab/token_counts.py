@@ -26,12 +26,12 @@ from __future__ import annotations
 import csv
 import html
 import math
-import numbers
 from collections.abc import Sequence
 from pathlib import Path
 
 import pandas as pd
 
+from inferlab import checks
 from inferlab.data import DATA_DIR
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.progress import progress
@@ -55,25 +55,6 @@ MLPERF_SERVER_TPOT_S = MLPERF_LLAMA2_70B_BOUNDS["Server"][1]
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def _positive(name: str, value: object) -> float:
-    """``value`` as a float, or ValueError naming ``name`` unless finite and > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a positive number, got {value!r}")
-    number = float(value)
-    if not math.isfinite(number) or number <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return number
-
-
-def _count(name: str, value: object, minimum: int = 0) -> int:
-    """``value`` as an int >= ``minimum``, or ValueError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be a whole number >= {minimum}, got {value!r}")
-    return int(value)
 
 
 def _tokenizer_names(tokenizers: Sequence[str] | None) -> tuple[str, ...]:
@@ -238,8 +219,9 @@ def convert_rate(tok_s: float, tokens_from: float, tokens_to: float) -> float:
 
     Used in chapter 'Tokenizers'.
     """
-    return (_positive("tok_s", tok_s) * _positive("tokens_to", tokens_to)
-            / _positive("tokens_from", tokens_from))
+    rate = (checks.positive("tok_s", tok_s) * checks.positive("tokens_to", tokens_to)
+            / checks.positive("tokens_from", tokens_from))
+    return checks.finite_result(rate, "tok_s", "tokens_to", "tokens_from")
 
 
 def chars_per_second(tok_s: float, chars_per_token: float) -> float:
@@ -250,7 +232,8 @@ def chars_per_second(tok_s: float, chars_per_token: float) -> float:
 
     Used in chapter 'Tokenizers'.
     """
-    return _positive("tok_s", tok_s) * _positive("chars_per_token", chars_per_token)
+    rate = checks.positive("tok_s", tok_s) * checks.positive("chars_per_token", chars_per_token)
+    return checks.finite_result(rate, "tok_s", "chars_per_token")
 
 
 def llmperf_rate(own_tok_s: float, own_tokens: int, llama2_tokens: int,
@@ -277,10 +260,11 @@ def llmperf_rate(own_tok_s: float, own_tokens: int, llama2_tokens: int,
 
     Used in chapter 'Tokenizers'.
     """
-    rate = _positive("own_tok_s", own_tok_s)
-    own = _count("own_tokens", own_tokens, minimum=1)
-    counted = _count("llama2_tokens", llama2_tokens) + (1 if count_bos else 0)
-    return counted / (own / rate)
+    rate = checks.positive("own_tok_s", own_tok_s)
+    own = checks.whole("own_tokens", own_tokens)
+    counted = checks.whole("llama2_tokens", llama2_tokens, minimum=0) + (1 if count_bos else 0)
+    return checks.finite_result(counted / (own / rate), "own_tok_s", "own_tokens",
+                                "llama2_tokens")
 
 
 def reading_tokens_per_s(tokens_per_word: float,
@@ -297,8 +281,9 @@ def reading_tokens_per_s(tokens_per_word: float,
 
     Used in chapter 'Tokenizers'.
     """
-    return (_positive("words_per_minute", words_per_minute) / 60.0
-            * _positive("tokens_per_word", tokens_per_word))
+    rate = (checks.positive("words_per_minute", words_per_minute) / 60.0
+            * checks.positive("tokens_per_word", tokens_per_word))
+    return checks.finite_result(rate, "words_per_minute", "tokens_per_word")
 
 
 # ------------------------------------------------------------------ pieces and views
@@ -312,13 +297,14 @@ def compare_pieces(text: str, tokenizers: Sequence[str] | None = None) -> list[d
 
     Each row has ``tokenizer``, ``vocab_size``, ``tokens`` (the count), ``pieces``
     (the text of each token, see :meth:`inferlab.tokenizers.Tokenizer.pieces`)
-    and ``chars_per_token`` (NaN for the empty text, which has zero tokens).
-    Raises ``ValueError`` for an unknown tokenizer or an empty choice.
+    and ``chars_per_token``. Raises ``ValueError`` for the empty text (no tokens,
+    so no characters per token), an unknown tokenizer or an empty choice.
 
     Used in chapter 'Tokenizers' (the ``tok_pieces`` explorer).
     """
-    if not isinstance(text, str):
-        raise ValueError(f"text must be a str, got {type(text).__name__}")
+    if not checks.text("text", text, empty=True):
+        raise ValueError("text: '' has no tokens, so no characters per token; give at least "
+                         "one character")
     rows = []
     for name in _tokenizer_names(tokenizers):
         tokenizer = get_tokenizer(name)

@@ -302,6 +302,7 @@ GOOD = {
     "endpoint_metrics.read_guidellm.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
     "endpoint_metrics.read_guidellm_summary.path":
         TRACES / "guidellm_chat_c2" / "benchmarks.json",
+    "progress.progress.items": [1.0, 2.0, 3.0],
 }
 
 

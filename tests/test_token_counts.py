@@ -201,10 +201,9 @@ def test_compare_pieces():
     assert rows[0]["chars_per_token"] == pytest.approx(11 / 2)
 
 
-def test_compare_pieces_empty_text_is_zero_tokens():
-    rows = tc.compare_pieces("")
-    assert all(row["tokens"] == 0 and row["pieces"] == [] for row in rows)
-    assert all(math.isnan(row["chars_per_token"]) for row in rows)
+def test_compare_pieces_refuses_the_empty_text_which_has_no_chars_per_token():
+    with pytest.raises(ValueError, match="text"):
+        tc.compare_pieces("")
 
 
 def test_compare_pieces_bad_input():
@@ -226,6 +225,7 @@ def test_explorer_is_registered_and_updates():
     explorer = tc.pieces_explorer()
     text = explorer.update(text="The ferry leaves at six.", tokenizers=("llama2", "o200k_base"))
     assert "24 characters" in text
-    explorer.update(text="", tokenizers=available_tokenizers())
+    with pytest.raises(ValueError, match="text"):
+        explorer.update(text="", tokenizers=available_tokenizers())
     with pytest.raises(ValueError, match="tokenizers"):
         explorer.update(text="x", tokenizers=())
