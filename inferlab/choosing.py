@@ -57,6 +57,7 @@ from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
 from inferlab.simulator import (
     EXPLORER_OUTPUT_MEAN,
     EXPLORER_PROMPT,
+    MIN_LOAD,
     FixedShape,
     Scheduler,
     explorer_replica,
@@ -409,12 +410,6 @@ class LatencySpread:
     def tpot_ratio(self) -> float:
         """p99 over p50 of time per output token across requests."""
         return self.tpot_p99_s / self.tpot_p50_s
-
-
-#: The lightest load :func:`latency_spread` simulates: below a thousandth of saturation
-#: every request runs alone, so the spread is the unloaded one, and at loads near the
-#: smallest float the arrival times overflow.
-MIN_LOAD = 1e-3
 
 
 @cache

@@ -31,10 +31,9 @@ Used in every modelling chapter; :mod:`inferlab.steptime` builds replicas on it.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
-from inferlab import specs
+from inferlab import checks, specs
 from inferlab.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     default_kv_precision,
@@ -56,19 +55,6 @@ class Infeasible(ValueError):
         self.kind = kind
 
 
-def _whole(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name}: {value!r} is not allowed; give a whole number >= {minimum}")
-    return int(value)
-
-
-def _fraction(name: str, value) -> float:
-    if (not isinstance(value, numbers.Real) or isinstance(value, bool)
-            or not math.isfinite(value) or not 0 <= value < 1):
-        raise ValueError(f"{name}: {value!r} is not allowed; give a fraction in [0, 1)")
-    return float(value)
-
-
 def _specs(model, chip) -> tuple[specs.ModelSpec, specs.Chip]:
     return specs.as_model(model), specs.as_chip(chip)
 
@@ -79,7 +65,7 @@ def check_context(model: str | specs.ModelSpec, context_tokens) -> int:
     Used in every modelling chapter.
     """
     spec = specs.model(model) if isinstance(model, str) else model
-    context = _whole("context_tokens", context_tokens)
+    context = checks.whole("context_tokens", context_tokens)
     limit = spec.context_length_tokens
     if context > limit:
         raise Infeasible("context", (
@@ -133,7 +119,7 @@ class Layout:
     def max_context(self, batch: int = 1) -> int:
         """The longest context every one of ``batch`` requests can have: the cache and the
         model's limit both bound it. 0 if not even one token each fits."""
-        batch = _whole("batch", batch)
+        batch = checks.whole("batch", batch)
         return min(self.model.context_length_tokens, self.kv_capacity_tokens // batch)
 
     def max_batch(self, context_tokens: int) -> int:
@@ -154,7 +140,7 @@ class Layout:
         The message gives the cache they need, what the layout has free and how many
         such requests would fit.
         """
-        batch = _whole("batch", batch)
+        batch = checks.whole("batch", batch)
         context = self.check_context(context_tokens)
         need = batch * context * self.kv_bytes_per_token_per_chip
         free = self.kv_bytes_free_per_chip
@@ -193,9 +179,9 @@ def layout(
     Used in every modelling chapter.
     """
     spec, hw = _specs(model, chip)
-    tp = _whole("tp", tp)
-    pp = _whole("pp", pp)
-    reserve = _fraction("reserve_fraction", reserve_fraction)
+    tp = checks.whole("tp", tp)
+    pp = checks.whole("pp", pp)
+    reserve = checks.fraction("reserve_fraction", reserve_fraction, high_open=True)
     kv_precision = default_kv_precision(precision) if kv_precision is None else kv_precision
     if tp > 1:
         if not math.isfinite(hw.link_bytes_per_s) or hw.domain_chips < 2:
@@ -240,10 +226,11 @@ def fewest_chips(model: str | specs.ModelSpec, chip: str | specs.Chip, precision
     Used in chapters 'The memory-bandwidth floor' and 'Choosing hardware'.
     """
     spec, hw = _specs(model, chip)
-    batch = _whole("batch", batch)
+    batch = checks.whole("batch", batch)
     context = check_context(spec, context_tokens)
     kv_precision = default_kv_precision(precision)
     total = (weight_bytes(spec.params_total, precision)
              + batch * context * kv_bytes_per_token(spec, kv_precision))
-    usable = hw.memory_capacity_bytes * (1 - _fraction("reserve_fraction", reserve_fraction))
+    reserve = checks.fraction("reserve_fraction", reserve_fraction, high_open=True)
+    usable = hw.memory_capacity_bytes * (1 - reserve)
     return max(1, math.ceil(round(total / usable, 9)))
