@@ -911,7 +911,7 @@ EXPLORER_SLO_REQUESTS = 300
 #: Bisection steps of the rate search (:func:`inferlab.simulator.max_rate_within`).
 SLO_ITERATIONS = 9
 
-#: The engine every simulated candidate runs: continuous batching with chunked prefill
+#: The engine every simulated candidate runs, continuous batching with chunked prefill
 #: and paged memory, up to 1,024 requests in flight and 4,096 tokens a step (an
 #: assumption, close to the engine settings of the MLPerf submissions in
 #: ``data/mlperf_engine_configs.csv``; :mod:`inferlab.calibration` reads those per stack).
@@ -1280,7 +1280,7 @@ def slo_throughput(candidate: Candidate = REFERENCE, service: Service = Service(
     p99 prompt's FLOPs over the pipeline's chips plus one interval. Where no compute peak
     is published the throughput is ``nan`` (memory alone bounds nothing at batch).
 
-    Cached; the requests are :data:`SLO_REQUESTS` drawn with :data:`SLO_SEED`.
+    Cached; the requests are :data:`SLO_REQUESTS` drawn with ``SLO_SEED``.
 
     Used in chapter 'Choosing hardware'.
     """

@@ -238,7 +238,7 @@ def _lengths(mean: int, sd: float, n: int, rng: np.random.Generator) -> np.ndarr
 def make_prompt(tokens: int, rng: np.random.Generator, tokenizer: str = "cl100k_base") -> str:
     """Random English words cut to ``tokens`` tokens of ``tokenizer``, a new text per call.
 
-    At most :data:`inferlab.checks.MAX_ITEMS` tokens: twice as many words are drawn.
+    At most ``inferlab.checks.MAX_ITEMS`` tokens: twice as many words are drawn.
     """
     tokens = checks.whole("tokens", tokens, maximum=checks.MAX_ITEMS)
     checks.instance("rng", rng, np.random.Generator)

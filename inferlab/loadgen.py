@@ -131,12 +131,12 @@ MLPERF_MIN_DURATION_S = 600.0
 #: LoadGen's default minimum query count (``TestSettings.min_query_count``).
 MLPERF_MIN_QUERIES = 100
 
-#: The most queries a simulated run holds: ten times the longest run chapter 5 simulates
+#: The most queries a simulated run holds, ten times the longest run chapter 5 simulates
 #: (98,304 queries, Server near the example system's Offline rate under the full rules);
 #: a million take the simulator tens of seconds.
 MAX_QUERIES = 10**6
 
-#: The longest minimum duration a run's rules may ask for: a day, 144 times MLPerf's.
+#: The longest minimum duration a run's rules may ask for, a day (144 times MLPerf's).
 MAX_DURATION_S = 86_400.0
 
 #: Offline's minimum sample count per model (``<model>.Offline.min_query_count``).
@@ -191,7 +191,7 @@ def binomial_cdf(k: int, n: int, q: float) -> float:
 
     Each term's logarithm follows from the previous one by the ratio
     ``(n - x) / (x + 1) x q / (1 - q)``, so no factorial is formed. One term is
-    computed per value up to ``k``, so ``k`` is at most :data:`inferlab.checks.MAX_ITEMS`.
+    computed per value up to ``k``, so ``k`` is at most ``inferlab.checks.MAX_ITEMS``.
 
     Used in chapter 'Benchmark scenarios'.
     """

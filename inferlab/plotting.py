@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 
 from inferlab import checks
 
-#: The most panels a figure has along either side: ten panels across a page are each
+#: The most panels a figure has along either side. Ten panels across a page are each
 #: narrower than their tick labels, and a grid of thousands takes minutes to lay out.
 MAX_PANELS_PER_SIDE = 10
 

@@ -429,7 +429,7 @@ class DisaggregatedPrefill(PrefillPolicy):
 def elapsed(k: int, m0: float, m1: float) -> float:
     """Total time of decode steps ``j = 0 .. k-1`` when step ``j`` takes ``m0 + m1 j``.
 
-    ``k`` from 0 to :data:`inferlab.checks.MAX_COUNT`, ``m0`` and ``m1`` seconds >= 0.
+    ``k`` from 0 to ``inferlab.checks.MAX_COUNT``, ``m0`` and ``m1`` seconds >= 0.
     """
     total = _elapsed(checks.whole("k", k, minimum=0), checks.non_negative("m0", m0),
                      checks.non_negative("m1", m1))

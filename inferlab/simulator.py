@@ -492,7 +492,7 @@ EXPLORER_REQUESTS = 2000
 #: Requests queued at once to find the saturation rate — enough that the last, shrinking
 #: batches (the drain) cost only a few per cent of the run.
 SATURATION_PROBE_REQUESTS = 10_000
-#: The lightest load a simulated load sweep runs: below a thousandth of saturation every
+#: The lightest load a simulated load sweep runs. Below a thousandth of saturation every
 #: request runs alone, so the tail is the unloaded one, and at loads near the smallest
 #: float the arrival times overflow.
 MIN_LOAD = 1e-3
@@ -500,8 +500,8 @@ MIN_LOAD = 1e-3
 #: four means, twice the slider's end): far wider, nearly every output is one token long,
 #: and a one-token output has no time per output token.
 MAX_OUTPUT_CV = 4.0
-#: The least upper end of a rate search (one request in eleven days): halved
-#: :data:`inferlab.checks.MAX_ITERATIONS` times it is 6e-67 requests/s, whose arrival
+#: The least upper end of a rate search (one request in eleven days). Halved
+#: ``inferlab.checks.MAX_ITERATIONS`` times it is 6e-67 requests/s, whose arrival
 #: times are still finite floats; an upper end nearer 0 leaves the search rates of 0.
 MIN_SEARCH_RATE_PER_S = 1e-6
 

@@ -43,8 +43,8 @@ from inferlab import checks
 from inferlab.timing import CHAPTER, freeze_layout
 from inferlab.widgets import Explorer, register
 
-#: The longest draft the functions below take: ten times the longest published drafts
-#: (2 to 10 tokens), and it bounds the search over draft lengths to a fraction of a second.
+#: The longest draft the functions below take, ten times the longest published drafts
+#: (2 to 10 tokens); it bounds the search over draft lengths to a fraction of a second.
 MAX_DRAFT_TOKENS = 100
 
 
