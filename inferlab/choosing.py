@@ -412,6 +412,11 @@ class LatencySpread:
         return self.tpot_p99_s / self.tpot_p50_s
 
 
+#: The most requests :func:`latency_spread` simulates, twenty times its default. Each
+#: request is simulated twice (two servers), and a few hundred thousand take seconds.
+MAX_SPREAD_REQUESTS = 30_000
+
+
 @cache
 def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str, LatencySpread]:
     """Simulate a GPU-style and a fixed-shape server on the same chip and arrivals.
@@ -425,7 +430,7 @@ def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str,
     Used in chapter 'Choosing hardware'.
     """
     load = checks.real("load", load, low=MIN_LOAD, high=1.0, high_open=True)
-    count = checks.whole("n", n, maximum=checks.MAX_ITEMS)
+    count = checks.whole("n", n, maximum=MAX_SPREAD_REQUESTS)
     server = explorer_replica()
     # The fixed-shape server holds a full compiled batch at the compiled context: refuse
     # (feasibility.Infeasible) a shape set the chip cannot hold.

@@ -34,7 +34,7 @@ def test_bandwidth_probe_rejects_bad_arguments():
         probe_bandwidth(array_bytes=4 * MIB, kernel="memcpy")
     with pytest.raises(ValueError, match="array_bytes: got 100"):
         probe_bandwidth(array_bytes=100)
-    with pytest.raises(ValueError, match="repeats: got 0"):
+    with pytest.raises(ValueError, match="repeats: 0 is not allowed"):
         probe_bandwidth(array_bytes=4 * MIB, repeats=0)
 
 
