@@ -163,7 +163,10 @@ def test_over_the_limit_gets_429_and_a_freed_slot_serves_again(small_engine):
     with LabServer(config, engine=small_engine) as s, httpx.Client(timeout=TIMEOUT) as c:
         long = {"model": "inferlab-small", "prompt": "a", "max_tokens": 8000, "stream": True}
         with c.stream("POST", s.base_url + "/completions", json=long) as r:
-            next(line for line in r.iter_lines() if line.startswith("data: "))
+            # Keep the line iterator referenced: a throwaway one is closed when it is
+            # collected, which closes the stream and frees the slot (a race under load).
+            lines = r.iter_lines()
+            next(line for line in lines if line.startswith("data: "))
             refused = c.post(s.base_url + "/completions",
                              json={"model": "inferlab-small", "prompt": "b", "max_tokens": 2})
             assert refused.status_code == 429

@@ -350,7 +350,10 @@ def test_429_says_when_to_retry(small_engine, client):
     with LabServer(config, engine=small_engine) as s:
         long = {"model": "inferlab-small", "prompt": "a", "max_tokens": 8000, "stream": True}
         with client.stream("POST", s.base_url + "/completions", json=long) as r:
-            next(line for line in r.iter_lines() if line.startswith("data: "))
+            # Keep the line iterator referenced: a throwaway one is closed when it is
+            # collected, which closes the stream and frees the slot (a race under load).
+            lines = r.iter_lines()
+            next(line for line in lines if line.startswith("data: "))
             refused = client.post(s.base_url + "/completions",
                                   json={"model": "inferlab-small", "prompt": "b"})
         assert refused.status_code == 429
