@@ -62,6 +62,7 @@ EXEMPT = {
     "real_loadgen.run": "runs MLCommons LoadGen for min_duration_s of wall-clock time",
     "machine.probe_bandwidth": "times memory bandwidth of this machine over many repeats",
     "machine.probe_matmul": "times matrix products of this machine over many repeats",
+    "machine.measured_bandwidth": "times this machine's memory and keeps the figure in a folder",
     "measure.time_repeats": "a timing loop of the reader's function",
     "measure.ttft_by_prompt_length": "times prefill of the NumPy engine at each length",
     "measure.decode_step_times": "times decode steps of the NumPy engine at each size",

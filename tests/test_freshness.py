@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from types import SimpleNamespace
 
 from conftest import ROOT
+
+from inferlab.machine import BANDWIDTH_CACHE_ENV, measured_bandwidth, probe_bandwidth
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import freshness  # noqa: E402
@@ -30,6 +33,7 @@ def test_fingerprint_changes_with_any_byte_of_a_watched_file(tmp_path):
 
 def test_cache_is_emptied_and_every_page_reread_only_when_the_fingerprint_changes(
         tmp_path, monkeypatch):
+    monkeypatch.delenv(BANDWIDTH_CACHE_ENV, raising=False)  # _refresh_cache sets it
     app, cache = _app(tmp_path)
     monkeypatch.setattr(freshness, "fingerprint", lambda: "first")
     freshness._refresh_cache(app)  # no stamp yet: stale
@@ -48,3 +52,28 @@ def test_cache_is_emptied_and_every_page_reread_only_when_the_fingerprint_change
     assert not cache.exists()
     assert freshness._outdated(app, app.env, set(), set(), set()) == [
         "book/glossary", "book/intro"]
+
+
+def test_the_build_measures_bandwidth_once_and_again_only_with_a_fresh_cache(
+        tmp_path, monkeypatch):
+    """Every chapter of a build reads one bandwidth; emptying the cache drops it too."""
+    monkeypatch.delenv(BANDWIDTH_CACHE_ENV, raising=False)
+    app, cache = _app(tmp_path)
+    monkeypatch.setattr(freshness, "fingerprint", lambda: "first")
+    freshness._refresh_cache(app)
+    folder = cache.parent / freshness.MACHINE_FOLDER
+    assert os.environ[BANDWIDTH_CACHE_ENV] == str(folder)
+    calls = []
+
+    def probe():
+        calls.append(1)
+        return probe_bandwidth(array_bytes=2**22, repeats=3)
+
+    first = measured_bandwidth(probe=probe)  # chapter 1 of the build measures
+    freshness._refresh_cache(app)  # a cached rebuild keeps the figure
+    assert measured_bandwidth(probe=probe) == first and calls == [1]
+    monkeypatch.setattr(freshness, "fingerprint", lambda: "second")
+    freshness._refresh_cache(app)  # the package changed: every chapter runs again, and measures
+    assert not folder.exists()
+    measured_bandwidth(probe=probe)
+    assert calls == [1, 1]

@@ -5,18 +5,28 @@ jupyter-cache keys each notebook on its code cells only, so after an edit to
 old code. This extension fingerprints both folders; when the fingerprint
 differs from the one stored beside the cache, it empties the cache and asks
 Sphinx to re-read every page, so every notebook executes afresh.
+
+The bandwidth every chapter's floor divides by is measured once per build: the
+extension points :func:`inferlab.machine.measured_bandwidth` (through
+``$INFERLAB_BANDWIDTH_CACHE``, inherited by the notebook kernels) at a folder
+beside the cache and empties it with the cache, so cached and re-executed
+chapters quote one figure and a fresh build measures afresh.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 from pathlib import Path
 
 import inferlab
 from inferlab.data import DATA_DIR
+from inferlab.machine import BANDWIDTH_CACHE_ENV
 
 STAMP = "inferlab-and-data.sha256"
+#: The folder, beside the notebook cache, that holds the build's bandwidth measurement.
+MACHINE_FOLDER = "inferlab-machine"
 WATCHED = (Path(inferlab.__file__).parent, DATA_DIR)
 
 
@@ -36,10 +46,13 @@ def _refresh_cache(app) -> None:
     stamp = cache.parent / STAMP
     current = fingerprint()
     app.env.inferlab_stale = not stamp.is_file() or stamp.read_text() != current
+    machine = cache.parent / MACHINE_FOLDER
     if app.env.inferlab_stale:
         shutil.rmtree(cache, ignore_errors=True)
+        shutil.rmtree(machine, ignore_errors=True)
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(current)
+    os.environ[BANDWIDTH_CACHE_ENV] = str(machine)
 
 
 def _outdated(app, env, added, changed, removed):
