@@ -10,7 +10,8 @@ Schedulers (:class:`~inferlab.scheduler.Scheduler`, whose policies are the small
 :mod:`inferlab.scheduler`):
 
 - **static** batching waits until ``max_batch`` requests are queued (or the
-  oldest has waited ``batch_timeout_s``, or no more will come), prefills them
+  oldest has waited ``batch_timeout_s``, 10 ms by default as in Ray Serve, or no
+  more will come), prefills them
   together with every prompt padded to the longest, then decodes until the
   *longest* output is done: finished requests keep their slot and their cache
   until then, and the slot computes padding. New requests wait for the next batch.
@@ -80,6 +81,7 @@ from inferlab.scheduler import (
 )
 
 # The scheduling configuration lives in inferlab.scheduler; chapters import it from here.
+from inferlab.scheduler import STATIC_BATCH_TIMEOUT_S as STATIC_BATCH_TIMEOUT_S
 from inferlab.scheduler import FixedShape as FixedShape
 from inferlab.scheduler import PrefillPool as PrefillPool
 from inferlab.steptime import Replica, replica

@@ -320,6 +320,24 @@ def test_static_batching_with_a_timeout_finishes_under_overload():
     assert np.all(np.isfinite(run.finish_s))
 
 
+def test_a_static_batch_launches_when_its_oldest_request_has_waited_the_timeout(rep):
+    """Real static batchers (Ray Serve, Triton) do not wait for a full batch for ever."""
+    assert sim.Scheduler().batch_timeout_s == sim.STATIC_BATCH_TIMEOUT_S == 0.01
+    prompt, output = 500, 50
+    # One request every ten minutes: each finds the server idle and the queue empty.
+    requests = make_requests(20, Lengths(prompt), Lengths(output), rate_per_s=1 / 600, seed=5)
+    assert np.diff(requests.arrival_s).min() > 10
+    for timeout in (sim.STATIC_BATCH_TIMEOUT_S, 2.0):
+        run = sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=64,
+                                                        batch_timeout_s=timeout))
+        # Every request but the last waits out the timeout alone, then is prefilled alone.
+        assert run.ttft_s[:-1] == pytest.approx(timeout + rep.prefill_s(prompt), rel=1e-9)
+    # Waiting for a full batch, the first request waits for the nineteen after it.
+    full = sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=64,
+                                                     batch_timeout_s=float("inf")))
+    assert full.ttft_s[0] > requests.arrival_s[-1] - requests.arrival_s[0]
+
+
 def _pool(rep, servers=1):
     return sim.PrefillPool(prefill_s=rep.prefill_s, kv_bytes_per_token=rep.kv_bytes_per_token,
                            transfer_bytes_per_s=50e9, servers=servers)
