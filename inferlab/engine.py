@@ -232,25 +232,22 @@ class Estimate:
     prefill_s: float
 
     def describe(self) -> str:
-        """One line for a chapter to show before it builds the model."""
+        """A few short lines for a chapter to show before it builds the model (one
+        line each, so that a page's output box never has to clip or scroll them)."""
         gib = 2**30
-        line = (
+        lines = [
             f"{self.config.name}: {self.params / 1e6:.1f} M parameters, "
-            f"{self.weight_bytes / gib:.2f} GiB of float32 weights, "
+            f"{self.weight_bytes / gib:.2f} GiB of float32 weights",
             f"{self.memory_bytes / gib:.2f} GiB in all at batch {self.batch} x "
-            f"{self.context_tokens} tokens; about {self.init_s:.1f} s to build"
-        )
+            f"{self.context_tokens} tokens; about {self.init_s:.1f} s to build",
+        ]
         if math.isfinite(self.decode_step_s):
-            line += (
-                f"; decode step >= {self.decode_step_s * 1e3:.1f} ms at "
-                f"{self.bandwidth_bytes_per_s / 1e9:.0f} GB/s"
-            )
+            lines.append(f"decode step >= {self.decode_step_s * 1e3:.1f} ms at "
+                         f"{self.bandwidth_bytes_per_s / 1e9:.0f} GB/s")
         if math.isfinite(self.prefill_s):
-            line += (
-                f"; prefill of {self.context_tokens} tokens >= {self.prefill_s:.2f} s at "
-                f"{self.flop_per_s / 1e9:.0f} GFLOP/s"
-            )
-        return line
+            lines.append(f"prefill of {self.context_tokens} tokens >= {self.prefill_s:.2f} s at "
+                         f"{self.flop_per_s / 1e9:.0f} GFLOP/s")
+        return "\n".join(lines)
 
 
 # Only for the "time to build" line of an estimate; see Estimate.

@@ -11,6 +11,8 @@ Used by every chapter.
 
 from __future__ import annotations
 
+import math
+
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 
@@ -19,6 +21,10 @@ from inferlab import checks
 #: The most panels a figure has along either side. Ten panels across a page are each
 #: narrower than their tick labels, and a grid of thousands takes minutes to lay out.
 MAX_PANELS_PER_SIDE = 10
+
+#: The most shades :func:`ordered_shades` gives of one hue; past about eight, neighbours
+#: cannot be told apart.
+MAX_SHADES = 8
 
 KIND_COLORS = {
     "measured": "#1b7837",
@@ -86,3 +92,46 @@ def figure(nrows: int = 1, ncols: int = 1, **kwargs):
     ncols = checks.whole("ncols", ncols, maximum=MAX_PANELS_PER_SIDE)
     use_style()
     return plt.subplots(nrows, ncols, layout="constrained", **kwargs)
+
+
+def _plain_number(value: float, _position=None) -> str:
+    """A tick label as a reader writes the number: 1,000 and 0.5, not 10^3 and 5x10^-1."""
+    return f"{value:,.0f}" if value >= 1 else f"{value:g}"
+
+
+def plain_log_axis(axis, ticks=None) -> None:
+    """Put ``axis`` (``ax.xaxis`` or ``ax.yaxis``) on a log scale labelled in plain numbers.
+
+    Matplotlib labels a log axis in powers of ten and may label a single tick. This
+    labels ticks as plain numbers (1,000, not 10^3) and leaves the minor ticks bare.
+    The major ticks are ``ticks`` when given; else every power of ten when the data
+    span more than three decades, and 1, 2 and 5 times each power otherwise (so any
+    span wider than 2.5-fold has at least two; Matplotlib falls back to linear ticks
+    within a narrower one). Call it after plotting, so the span is known.
+    """
+    from matplotlib import ticker
+
+    if axis is axis.axes.xaxis:
+        axis.axes.set_xscale("log")
+    else:
+        axis.axes.set_yscale("log")
+    if ticks is not None:
+        axis.set_major_locator(ticker.FixedLocator(list(ticks)))
+    else:
+        low, high = sorted(axis.get_view_interval())
+        decades = math.log10(high / low) if low > 0 else math.inf
+        subs = (1.0,) if decades > 3 else (1.0, 2.0, 5.0)
+        axis.set_major_locator(ticker.LogLocator(subs=subs))
+    axis.set_major_formatter(ticker.FuncFormatter(_plain_number))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def ordered_shades(count: int, colormap: str = "Blues") -> list[str]:
+    """``count`` shades of one hue, light to dark, for series whose values are ordered.
+
+    The lightest quarter of the colormap is skipped, so that the first shade still
+    shows on white; give the series in increasing order of their value.
+    """
+    count = checks.whole("count", count, minimum=1, maximum=MAX_SHADES)
+    cmap = mpl.colormaps[colormap]
+    return [mpl.colors.to_hex(cmap(0.3 + 0.7 * i / max(count - 1, 1))) for i in range(count)]

@@ -30,7 +30,7 @@ output distribution is the target model's own, so quality does not change;
 only speed does. The independence of acceptances is the paper's simplifying
 assumption; real acceptance depends on the text.
 
-Used in chapter 'Prefill and decode'.
+Used in chapter 'Choosing hardware'.
 """
 
 from __future__ import annotations
@@ -40,8 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferlab import checks
-from inferlab.timing import CHAPTER, freeze_layout
+from inferlab.timing import freeze_layout
 from inferlab.widgets import Explorer, register
+
+#: The chapter that explains speculative decoding and shows its explorer (the same
+#: name as ``inferlab.choosing.CHAPTER``, which this light module does not import).
+CHAPTER = "07_choosing_hardware"
 
 #: The longest draft the functions below take, ten times the longest published drafts
 #: (2 to 10 tokens); it bounds the search over draft lengths to a fraction of a second.
@@ -59,7 +63,7 @@ def expected_tokens_per_step(acceptance_rate, draft_tokens: int):
     then has its shape); ``draft_tokens`` ``k`` is a whole number >= 0 (k = 0 is
     plain decoding, one token per pass). Source: Leviathan et al. (ICML 2023).
 
-    Used in chapter 'Prefill and decode'.
+    Used in chapter 'Choosing hardware'.
     """
     k = _draft_tokens("draft_tokens", draft_tokens)
     a = checks.reals("acceptance_rate", acceptance_rate, low=0.0, high=1.0)
@@ -79,7 +83,7 @@ def speedup(acceptance_rate, draft_tokens: int, draft_cost_ratio: float):
     an upper bound there) and ignores the sampling overhead. Below 1 means the
     draft costs more than it saves. Source: Leviathan et al. (ICML 2023).
 
-    Used in chapter 'Prefill and decode'.
+    Used in chapter 'Choosing hardware'.
     """
     k = _draft_tokens("draft_tokens", draft_tokens)
     c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
@@ -91,7 +95,7 @@ def speedup_curve(acceptance_rate: float, draft_tokens: np.ndarray,
     """:func:`speedup` at one acceptance rate for each draft length in ``draft_tokens``.
 
     The closed form over an array of k, for the explorer's curve and the best k.
-    Used in chapter 'Prefill and decode'.
+    Used in chapter 'Choosing hardware'.
     """
     a = checks.fraction("acceptance_rate", acceptance_rate)
     ks = checks.wholes("draft_tokens", draft_tokens, minimum=0, maximum=MAX_DRAFT_TOKENS)
@@ -123,7 +127,7 @@ def speculative_decoding(acceptance_rate: float, draft_tokens: int, draft_cost_r
     """Expected tokens per target pass, cost of a cycle, speed-up and resulting decode rate.
 
     A scalar view of :func:`expected_tokens_per_step` and :func:`speedup` for one
-    setting, with the plain decode rate it multiplies. Used in chapter 'Prefill and decode'.
+    setting, with the plain decode rate it multiplies. Used in chapter 'Choosing hardware'.
     """
     a = checks.fraction("acceptance_rate", acceptance_rate)
     k = _draft_tokens("draft_tokens", draft_tokens)
@@ -141,7 +145,7 @@ def acceptance_rate_for_speedup(target_speedup: float, draft_tokens: int,
     ``ValueError`` if the target exceeds the most this draft length can give,
     (k + 1) / (1 + k c) at a = 1; returns 0 if even a = 0 reaches it.
 
-    Used in chapter 'Prefill and decode'.
+    Used in chapter 'Choosing hardware'.
     """
     target = checks.positive("target_speedup", target_speedup)
     k = _draft_tokens("draft_tokens", draft_tokens)
@@ -176,7 +180,7 @@ def least_acceptance_for_speedup(target_speedup: float, draft_cost_ratio: float,
     draft length up to ``max_draft_tokens`` can reach the target even with every
     draft token accepted.
 
-    Used in chapter 'Prefill and decode'.
+    Used in chapter 'Choosing hardware'.
     """
     target = checks.positive("target_speedup", target_speedup)
     c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
@@ -197,7 +201,7 @@ def best_draft_tokens(acceptance_rate: float, draft_cost_ratio: float,
                       max_draft_tokens: int = 16) -> int:
     """The draft length k in 0..max_draft_tokens with the largest speed-up (the smallest on ties).
 
-    Used in chapter 'Prefill and decode'.
+    Used in chapter 'Choosing hardware'.
     """
     a = checks.fraction("acceptance_rate", acceptance_rate)
     c = checks.fraction("draft_cost_ratio", draft_cost_ratio)
@@ -206,7 +210,7 @@ def best_draft_tokens(acceptance_rate: float, draft_cost_ratio: float,
     return int(np.argmax(speedup_curve(a, ks, c)))
 
 
-@register("pd_speculative", "analytic", chapter=CHAPTER)
+@register("hw_speculative", "analytic", chapter=CHAPTER)
 def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens: int = 12,
                          reported_tok_per_s: float | None = None) -> Explorer:
     """Explorer: speed-up against draft length, for one acceptance rate and draft cost.
@@ -216,7 +220,7 @@ def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens:
     ``reported_tok_per_s`` is given, a line marks the speed-up that figure claims
     over ``base_decode_tok_per_s``. A view over :func:`speculative_decoding`.
 
-    Used in chapter 'Prefill and decode'.
+    Used in chapter 'Choosing hardware'.
     """
     import ipywidgets as w
     import matplotlib.pyplot as plt

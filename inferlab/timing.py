@@ -419,9 +419,9 @@ def reconcile_explorer(published: tuple[tuple[str, float, float], ...] = ()) -> 
     """
     import ipywidgets as w
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FixedLocator, NullLocator
+    from matplotlib.ticker import NullLocator
 
-    from inferlab.plotting import KIND_COLORS, figure, label_kind
+    from inferlab.plotting import KIND_COLORS, figure, label_kind, plain_log_axis
 
     fig, ax = figure(figsize=(7.5, 4.0))
     (curve,) = ax.plot([], [], color=KIND_COLORS["modelled"], label="modelled: n / (TTFT + n / r)")
@@ -434,10 +434,9 @@ def reconcile_explorer(published: tuple[tuple[str, float, float], ...] = ()) -> 
         ax.annotate(label, (n, rate), xytext=(-6 if right else 6, -12),
                     textcoords="offset points", ha="right" if right else "left",
                     fontsize=8, color=KIND_COLORS["reported"])
-    ax.set_xscale("log")
     ax.set_xlim(1, 2000)
     # Fixed ticks: a log axis otherwise recomputes its minor ticks on every redraw.
-    ax.xaxis.set_major_locator(FixedLocator([1, 10, 100, 1000]))
+    plain_log_axis(ax.xaxis, ticks=[1, 10, 100, 1000])
     ax.xaxis.set_minor_locator(NullLocator())
     ax.set_ylim(0, 1100)  # the widest tick labels the sliders can produce
     ax.set_xlabel("output tokens per request (log scale)")

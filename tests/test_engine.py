@@ -160,6 +160,8 @@ def test_floors_follow_their_formulas():
     assert shown.decode_step_s == pytest.approx(decode_bytes(config, 1, 512) / 50e9)
     assert shown.memory_bytes > config.weight_bytes
     assert "small" in shown.describe() and "decode step >= " in shown.describe()
+    # Short lines: a page's output box clips or scrolls a long one.
+    assert max(len(line) for line in shown.describe().splitlines()) <= 88
     memory_only = estimate(config)
     assert memory_only.memory_bytes == shown.memory_bytes
     assert np.isnan(memory_only.decode_step_s) and "decode step" not in memory_only.describe()

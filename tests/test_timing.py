@@ -258,12 +258,15 @@ def test_error_message_gives_the_value_and_the_allowed_range():
 
 def test_explorers_are_registered_and_reject_bad_values():
     import inferlab.speculative  # noqa: F401  (registers its explorer)
+    from inferlab import choosing
     from inferlab.timing import reconcile_explorer, timeline_explorer
     from inferlab.widgets import REGISTRY
 
-    for name in ("pd_timeline", "pd_reconcile", "pd_speculative"):
+    for name, chapter in (("pd_timeline", "01_prefill_decode"),
+                          ("pd_reconcile", "01_prefill_decode"),
+                          ("hw_speculative", choosing.CHAPTER)):
         assert REGISTRY[name].kind == "analytic"
-        assert REGISTRY[name].chapter == "01_prefill_decode"
+        assert REGISTRY[name].chapter == chapter
     explorer = timeline_explorer()
     assert "TTFT" in explorer.update(prompt_tokens=550, output_tokens=150, decode_tok_per_s=270)
     with pytest.raises(ValueError, match="output_tokens"):
