@@ -114,3 +114,23 @@ def test_ex_hw_spec_acceptance_gives_the_speedup_by_leviathans_formula(answers):
         assert expected / (1 + k * cost) == pytest.approx(300 / plain, rel=1e-6)
     # A dearer draft needs more acceptance.
     assert answers["ex_hw_spec_accept_10"] > answers["ex_hw_spec_accept_5"]
+
+
+@pytest.mark.build
+def test_ex_hw_specdec_is_the_least_acceptance_that_explains_groqs_speed_up(answers):
+    target = (result("aa-groq-l31-70b-specdec")["value"]
+              / result("aa-groq-l31-70b-before-specdec")["value"])
+    a, k = answers["ex_hw_specdec_acceptance"], answers["ex_hw_specdec_draft_tokens"]
+    longest = answers["hw_max_draft"]
+
+    def speed_up(a, k, draft_cost=0.01):
+        # Leviathan et al. (2023): tokens per target pass over the cost of one cycle.
+        return (1 - a ** (k + 1)) / (1 - a) / (1 + k * draft_cost)
+
+    assert answers["ex_hw_specdec_speedup"] == pytest.approx(target)
+    assert 1 <= k <= longest
+    assert speed_up(a, k) == pytest.approx(target, rel=1e-6)
+    # Least: a little less acceptance reaches it at no draft length the search tries.
+    assert all(speed_up(a - 0.005, j) < target for j in range(1, int(longest) + 1))
+    # A nearly free draft asks for less acceptance than the text's 5 % draft.
+    assert a * 100 < answers["hw_spec_groq_accept"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 from conftest import glued
 
-from inferlab import specs
 from inferlab.data import result
 from inferlab.timing import clocks, rate_with_ttft_tok_per_s
 
@@ -73,38 +72,6 @@ def test_ex_pd_conventions_follow_vllms_and_llmperfs_definitions(answers):
     assert answers["ex_pd_conventions_itl_ms"] == pytest.approx(e2e / n * 1e3)
     assert answers["ex_pd_conventions_itl_rate"] == pytest.approx(n / e2e)
     assert answers["ex_pd_conventions_tpot_rate"] < n / (e2e - ttft)
-
-
-@pytest.mark.build
-def test_ex_pd_intensity_puts_decode_below_the_h100_ridge_and_prefill_above(answers):
-    h100 = specs.chip("NVIDIA H100 SXM")
-    ridge = answers["ex_pd_intensity_ridge"]
-    decode, prefill = answers["ex_pd_intensity_decode"], answers["ex_pd_intensity_prefill"]
-    assert ridge == pytest.approx(h100.bf16_flop_per_s / h100.memory_bandwidth_bytes_per_s)
-    # Two FLOPs per weight per token: over 1 byte per INT8 weight, and over 2 bytes per
-    # BF16 weight that 2,048 tokens share.
-    assert decode == pytest.approx(2 / 1)
-    assert prefill == pytest.approx(2 * 2048 / 2)
-    assert decode < ridge < prefill
-    assert answers["ex_pd_intensity_decode_below"] == pytest.approx(ridge / decode)
-    assert answers["ex_pd_intensity_prefill_above"] == pytest.approx(prefill / ridge)
-
-
-@pytest.mark.build
-def test_ex_pd_specdec_is_the_least_acceptance_that_explains_groqs_speed_up(answers):
-    target = (result("aa-groq-l31-70b-specdec")["value"]
-              / result("aa-groq-l31-70b-before-specdec")["value"])
-    a, k = answers["ex_pd_specdec_acceptance"], answers["ex_pd_specdec_draft_tokens"]
-
-    def speed_up(a, k, draft_cost=0.01):
-        # Leviathan et al. (2023): tokens per target pass over the cost of one cycle.
-        return (1 - a ** (k + 1)) / (1 - a) / (1 + k * draft_cost)
-
-    assert answers["ex_pd_specdec_speedup"] == pytest.approx(target)
-    assert 1 <= k <= 16
-    assert speed_up(a, k) == pytest.approx(target, rel=1e-6)
-    # Least: a little less acceptance reaches it at no draft length the search tries.
-    assert all(speed_up(a - 0.005, j) < target for j in range(1, 17))
 
 
 @pytest.mark.build
