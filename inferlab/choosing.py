@@ -923,10 +923,10 @@ SLO_ITERATIONS = 9
 SLO_SCHEDULER = Scheduler(max_batch=1024, token_budget=4096)
 
 #: The draft step's cost as a share of a target step, for the speculative-decoding
-#: estimates (chapter 'Prefill and decode' uses the same 0.05: a 1B draft for a 70B target).
+#: estimates of chapter 'Choosing hardware': a 1B draft for a 70B target.
 DRAFT_COST_RATIO = 0.05
 
-#: The longest draft searched for a claimed speed-up (chapter 'Prefill and decode').
+#: The longest draft searched for a claimed speed-up (chapter 'Choosing hardware').
 MAX_SPECULATIVE_DRAFT = 16
 
 
@@ -1456,7 +1456,7 @@ class SpeculationNeed:
     """What speculative decoding must do to lift ``plain_tok_s`` to ``target_tok_s``.
 
     ``speedup`` is the ratio; ``acceptance_rate`` and ``draft_tokens`` the most
-    forgiving setting that reaches it under chapter 'Prefill and decode''s model
+    forgiving setting that reaches it under the acceptance model
     (:func:`inferlab.speculative.least_acceptance_for_speedup`): 0 and 0 if plain
     decoding already does. :func:`speculation_needed` refuses a target no draft up to
     :data:`MAX_SPECULATIVE_DRAFT` tokens can reach.
