@@ -96,6 +96,15 @@ def chip(name: str) -> Chip:
 
     Raises ``ValueError`` naming the known chips if ``name`` is not one of them.
     """
+    if not isinstance(name, str):
+        raise ValueError(f"name: unknown chip {name!r}; known: {_names(_hardware())}")
+    return _chip(name)
+
+
+# Converted once per name: the explorers' site grids look chips up tens of thousands of
+# times, and a pandas lookup costs a millisecond. Chip is frozen, so sharing one is safe.
+@cache
+def _chip(name: str) -> Chip:
     frame = _hardware()
     rows = frame[frame["name"] == name]
     if rows.empty:
@@ -137,6 +146,13 @@ def model(name: str) -> ModelSpec:
 
     Raises ``ValueError`` naming the known models if ``name`` is not one of them.
     """
+    if not isinstance(name, str):
+        raise ValueError(f"name: unknown model {name!r}; known: {_names(_models())}")
+    return _model(name)
+
+
+@cache  # as _chip
+def _model(name: str) -> ModelSpec:
     frame = _models()
     rows = frame[frame["name"] == name]
     if rows.empty:
@@ -191,6 +207,22 @@ def _spec(value, name: str, kind: type):
 def models() -> list[str]:
     """Names of every row in ``data/models.csv``, in file order."""
     return list(_models()["name"])
+
+
+# Vendor prefixes and row qualifiers a label can drop: the row's name stays the key.
+_SHORTER = (("NVIDIA ", ""), ("AWS ", ""), ("Google ", ""), (" (per chip)", ""),
+            (" (per GPU)", ""), (" (per card)", ""), (" (GroqChip)", ""),
+            (" dual channel", " dual"))
+
+
+def short_name(name: str) -> str:
+    """A row's name as a figure labels it: ``"NVIDIA H100 SXM"`` -> ``"H100 SXM"``,
+    ``"AWS Inferentia2 (per chip)"`` -> ``"Inferentia2"``, ``"Groq LPU (GroqChip)"`` ->
+    ``"Groq LPU"``. Used in chapter 'The memory-bandwidth floor'."""
+    name = checks.text("name", name)
+    for long, short in _SHORTER:
+        name = name.replace(long, short)
+    return name
 
 
 # The lookups by name, for _spec: as_chip's argument is called chip, like the function.

@@ -304,6 +304,13 @@ GOOD = {
     "endpoint_metrics.read_guidellm_summary.path":
         TRACES / "guidellm_chat_c2" / "benchmarks.json",
     "progress.progress.items": [1.0, 2.0, 3.0],
+    "charts.chips": ["NVIDIA H100 SXM"], "charts.lines": [("a", [1.0, 2.0], [1.0, 2.0], "k", "-")],
+    "charts.limit": 4096.0, "charts.labels": ["a", "b", "c"],
+    "charts.kinds": ["measured", "modelled", "reported"], "charts.points": [(1, False, 1.0, 1e12)],
+    "charts.rooflines.points": [("decode", 1.0, 1e12, "o")],
+    "charts.contexts": [256.0, 512.0], "charts.ratios": [1.0, 1.2], "charts.bandwidth_ratio": 1.4,
+    "charts.claim": 1.5, "charts.audited": [1.3], "charts.span": (300.0, 600.0),
+    "charts.tps": [1, 2], "charts.ideal": [1.0, 2.0], "charts.curves": [("ring", 1e-6, [1.0, 1.8])],
 }
 
 
@@ -353,9 +360,13 @@ def _kind(parameter: inspect.Parameter, good) -> str | None:
         return "number"
     if isinstance(good, str):
         return "name"
-    if isinstance(good, (list, tuple, np.ndarray)) and len(good) and all(
-            isinstance(item, (int, float, np.number)) for item in np.ravel(good)):
-        return "numbers"
+    if isinstance(good, (list, tuple, np.ndarray)) and len(good):
+        try:
+            items = np.ravel(good)
+        except ValueError:  # records of mixed shape (a label beside an array) are not numbers
+            return None
+        if all(isinstance(item, (int, float, np.number)) for item in items):
+            return "numbers"
     if good is None:
         for word, kind in (("int", "count"), ("float", "number"), ("str", "name")):
             if annotation.startswith(word):
