@@ -20,7 +20,14 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 
 # jupyter-book's CLI module has no __main__ guard, so "-m" would silently do nothing.
-JUPYTER_BOOK = [sys.executable, "-c", "from jupyter_book.cli.main import main; main()"]
+# Its CLI has no option for Sphinx's worker processes either, so the command hands its
+# build function two (book/_ext/parallel.py says why the book can be read in parallel):
+# reading a chapter executes it, and two chapters then run at once on a two-core machine.
+BUILD_JOBS = 2
+JUPYTER_BOOK = [sys.executable, "-c",
+                "import functools, jupyter_book.sphinx as s; "
+                f"s.build_sphinx = functools.partial(s.build_sphinx, jobs={BUILD_JOBS}); "
+                "from jupyter_book.cli.main import main; main()"]
 
 # The README's build command with the strict flags: warnings are errors (-W), every
 # cross-reference must resolve (-n), and all problems are reported before failing.
