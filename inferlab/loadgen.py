@@ -823,6 +823,14 @@ def example_system() -> System:
     return System("Llama 2 70B on 8x H200 (modelled)", rep, 8)
 
 
+def _poisson_run(system: System, mix: QueryMix, rate: float, n: int,
+                 hopeless=None) -> QueryLog | None:
+    """``n`` queries of ``mix`` arriving as a Poisson stream at ``rate`` per second, served
+    (see :func:`_serve` for ``hopeless``): a Server or Interactive run."""
+    prompts, outputs = mix.lengths(n)
+    return _serve(system, mix.unit_arrivals(n) / rate, prompts, outputs, "poisson", hopeless)
+
+
 def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
            hopeless=None) -> QueryLog | None:
     """Deal the queries round-robin to the replicas, simulate each, merge the logs.
@@ -956,9 +964,7 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
         if rate_per_s is None:
             raise ValueError(f"rate_per_s: the {scenario} scenario needs a target rate")
         rate = checks.positive("rate_per_s", rate_per_s)
-        n = queries or server_query_count(rate, mix, rules)
-        prompts, outputs = mix.lengths(n)
-        log = _serve(system, mix.unit_arrivals(n) / rate, prompts, outputs, "poisson")
+        log = _poisson_run(system, mix, rate, queries or server_query_count(rate, mix, rules))
     elif scenario == "Offline":
         n = queries or _offline_count(system, mix, rules)
         prompts, outputs = mix.lengths(n)
@@ -1078,9 +1084,7 @@ def _bounded_trial(system: System, scenario: str, mix: QueryMix, model: str,
         over[1] += int(np.count_nonzero(part.tpot_s > limit.tpot_s))
         return max(over) >= enough
 
-    prompts, outputs = mix.lengths(n)
-    log = _serve(system, mix.unit_arrivals(n) / rate, prompts, outputs, "poisson",
-                 hopeless)
+    log = _poisson_run(system, mix, rate, n, hopeless)
     if log is None:
         return None
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
