@@ -17,6 +17,7 @@ measurement per machine shared by every chapter of a build.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -261,6 +262,34 @@ def _bandwidth_folder(cache_dir: Path | str | None) -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "inferlab"
 
 
+def _kept_probe(path: Path, key: str, max_age_s: float) -> BandwidthProbe | None:
+    """The measurement kept at ``path`` if it is this machine's and young enough."""
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if kept["machine"] == key and time.time() - kept["measured_at"] <= max_age_s:
+            return BandwidthProbe(**kept["probe"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # nothing kept, or not readable as a measurement
+    return None
+
+
+@contextlib.contextmanager
+def _locked(path: Path):
+    """An exclusive lock on ``path`` where the OS has ``fcntl`` (not Windows, which then
+    goes unlocked: at worst two chapters measure and the later figure stands)."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def measured_bandwidth(cache_dir: Path | str | None = None, *,
                        max_age_s: float = BANDWIDTH_MAX_AGE_S,
                        probe: Callable[[], BandwidthProbe] | None = None) -> BandwidthProbe:
@@ -276,25 +305,27 @@ def measured_bandwidth(cache_dir: Path | str | None = None, *,
     later call on the same machine, so chapters "prefill and decode",
     "bandwidth floor", "batching" and "choosing hardware" quote the same
     bandwidth. A measurement from another machine or older than ``max_age_s``
-    is taken again; so is an unreadable file. ``probe`` replaces the
+    is taken again; so is an unreadable file. Calls at once (chapters built in
+    parallel) wait for one another's measurement. ``probe`` replaces the
     measurement (tests).
     """
     max_age_s = checks.non_negative("max_age_s", max_age_s)
     key = machine_key()
     path = _bandwidth_folder(cache_dir) / f"bandwidth-{key}.json"
-    try:
-        kept = json.loads(path.read_text(encoding="utf-8"))
-        if kept["machine"] == key and time.time() - kept["measured_at"] <= max_age_s:
-            return BandwidthProbe(**kept["probe"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass  # nothing kept, or not readable as a measurement: measure
-    result = (probe or (lambda: probe_bandwidth(repeats=FLOOR_PROBE_REPEATS)))()
     path.parent.mkdir(parents=True, exist_ok=True)
-    # Written whole and then renamed, so a reader never sees half a file.
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps({"machine": key, "measured_at": time.time(),
-                                   "probe": dataclasses.asdict(result)}), encoding="utf-8")
-    partial.replace(path)
+    # Chapters built in parallel ask at once: the lock lets the first measure and the
+    # others wait for its figure, so one build still quotes one bandwidth.
+    with _locked(path.with_suffix(".lock")):
+        kept = _kept_probe(path, key, max_age_s)
+        if kept is not None:
+            return kept
+        result = (probe or (lambda: probe_bandwidth(repeats=FLOOR_PROBE_REPEATS)))()
+        # Written whole and then renamed, so a reader never sees half a file.
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(json.dumps({"machine": key, "measured_at": time.time(),
+                                       "probe": dataclasses.asdict(result)}),
+                           encoding="utf-8")
+        partial.replace(path)
     return result
 
 

@@ -122,3 +122,34 @@ def test_measured_bandwidth_measures_again_on_another_machine_when_old_or_unread
     assert len(calls) == 4
     with pytest.raises(ValueError, match="max_age_s"):
         measured_bandwidth(tmp_path, max_age_s=-1, probe=_counting_probe(calls))
+
+
+def _measure_in_parallel(folder, out):
+    """One chapter's kernel: measure through the shared folder and write what it got."""
+    import pathlib
+    import time as clock
+
+    def slow_probe():
+        with open(pathlib.Path(folder) / "measured.log", "a") as log:
+            log.write("measured\n")
+        clock.sleep(0.3)  # long enough for the other chapter to ask meanwhile
+        return probe_bandwidth(array_bytes=4 * MIB, repeats=3)
+
+    figure = measured_bandwidth(folder, probe=slow_probe).bandwidth_bytes_per_s
+    pathlib.Path(out).write_text(repr(figure))
+
+
+def test_chapters_measuring_at_once_share_one_measurement(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    outs = [tmp_path / f"chapter{k}.txt" for k in range(2)]
+    workers = [context.Process(target=_measure_in_parallel, args=(tmp_path, out))
+               for out in outs]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert all(worker.exitcode == 0 for worker in workers)
+    assert (tmp_path / "measured.log").read_text().count("measured") == 1
+    assert outs[0].read_text() == outs[1].read_text()
