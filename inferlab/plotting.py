@@ -26,6 +26,9 @@ MAX_PANELS_PER_SIDE = 10
 #: cannot be told apart.
 MAX_SHADES = 8
 
+#: Matplotlib's sequential maps of one hue, light to dark, for :func:`ordered_shades`.
+SINGLE_HUE_COLORMAPS = ("Blues", "Greens", "Greys", "Oranges", "Purples", "Reds")
+
 KIND_COLORS = {
     "measured": "#1b7837",
     "modelled": "#2166ac",
@@ -109,14 +112,18 @@ def plain_log_axis(axis, ticks=None) -> None:
     span wider than 2.5-fold has at least two; Matplotlib falls back to linear ticks
     within a narrower one). Call it after plotting, so the span is known.
     """
+    from matplotlib import axis as mpl_axis
     from matplotlib import ticker
 
+    checks.instance("axis", axis, mpl_axis.Axis)
+    if ticks is not None:
+        ticks = checks.reals("ticks", ticks, low=0.0, low_open=True)
     if axis is axis.axes.xaxis:
         axis.axes.set_xscale("log")
     else:
         axis.axes.set_yscale("log")
     if ticks is not None:
-        axis.set_major_locator(ticker.FixedLocator(list(ticks)))
+        axis.set_major_locator(ticker.FixedLocator(ticks))
     else:
         low, high = sorted(axis.get_view_interval())
         decades = math.log10(high / low) if low > 0 else math.inf
@@ -129,9 +136,10 @@ def plain_log_axis(axis, ticks=None) -> None:
 def ordered_shades(count: int, colormap: str = "Blues") -> list[str]:
     """``count`` shades of one hue, light to dark, for series whose values are ordered.
 
-    The lightest quarter of the colormap is skipped, so that the first shade still
-    shows on white; give the series in increasing order of their value.
+    ``colormap`` is one of Matplotlib's single-hue sequential maps
+    (:data:`SINGLE_HUE_COLORMAPS`). The lightest part of the map is skipped, so that the
+    first shade still shows on white; give the series in increasing order of value.
     """
     count = checks.whole("count", count, minimum=1, maximum=MAX_SHADES)
-    cmap = mpl.colormaps[colormap]
+    cmap = mpl.colormaps[checks.option("colormap", colormap, SINGLE_HUE_COLORMAPS)]
     return [mpl.colors.to_hex(cmap(0.3 + 0.7 * i / max(count - 1, 1))) for i in range(count)]

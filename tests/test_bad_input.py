@@ -304,6 +304,8 @@ GOOD = {
     "endpoint_metrics.read_guidellm_summary.path":
         TRACES / "guidellm_chat_c2" / "benchmarks.json",
     "progress.progress.items": [1.0, 2.0, 3.0],
+    "plotting.plain_log_axis.axis": lambda: _axes().xaxis,
+    "plotting.plain_log_axis.ticks": [1.0, 10.0, 100.0], "plotting.ordered_shades.count": 4,
     "charts.chips": ["NVIDIA H100 SXM"], "charts.lines": [("a", [1.0, 2.0], [1.0, 2.0], "k", "-")],
     "charts.limit": 4096.0, "charts.labels": ["a", "b", "c"],
     "charts.kinds": ["measured", "modelled", "reported"], "charts.points": [(1, False, 1.0, 1e12)],
