@@ -182,8 +182,8 @@ def against_context_ratio(ax, contexts, ratios, *, bandwidth_ratio: float, claim
     ax.axvspan(*span, color="0.9", label="MLPerf request lengths")
     ax.plot(contexts, ratios, "o-", color=KIND_COLORS["modelled"],
             label="modelled: rate at the largest batch that fits")
-    ax.axhline(bandwidth_ratio, color=KIND_COLORS["modelled"], ls=":",
-               label=f"bandwidth ratio {bandwidth_ratio:.2f}x")
+    ax.axhline(bandwidth_ratio, color="0.35", ls=":",
+               label=f"bandwidth ratio {bandwidth_ratio:.2f}x (datasheets)")
     ax.axhline(claim, color=KIND_COLORS["reported"], ls="--",
                label=f'NVIDIA: "up to {claim:.1f}x"')
     ax.plot([np.sqrt(span[0] * span[1])] * len(audited), audited, "D",
