@@ -24,7 +24,7 @@ TERA = 1e12
 #: Arithmetic intensities a roofline is drawn over, FLOP per byte.
 INTENSITY_FLOP_PER_BYTE = np.geomspace(0.1, 1e5, 300)
 
-#: Colours for thin lines: the palette without its yellow, too faint on white.
+#: Colours for thin lines, the palette without its yellow, which is too faint on white.
 LINE_COLOURS = [colour for colour in PALETTE if colour != "#F0E442"]
 
 

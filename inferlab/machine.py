@@ -227,8 +227,8 @@ FLOOR_PROBE_REPEATS = 21
 #: (``book/_ext/freshness.py``), so every chapter of one build reads one figure.
 BANDWIDTH_CACHE_ENV = "INFERLAB_BANDWIDTH_CACHE"
 
-#: How long a kept measurement stands (a day: longer than any build, short enough that a
-#: reader's laptop is measured again on another day).
+#: How long a kept measurement stands, a day, longer than any build and short enough that
+#: a reader's laptop is measured again on another day.
 BANDWIDTH_MAX_AGE_S = 24 * 3600.0
 
 
@@ -236,7 +236,7 @@ def machine_key() -> str:
     """A short fingerprint of the hardware and threads a probe ran on.
 
     A hash of the host name, the architecture, the CPU model (Linux's
-    ``/proc/cpuinfo``, else :func:`platform.processor`), the cores this process may
+    ``/proc/cpuinfo``, else ``platform.processor()``), the cores this process may
     use, the BLAS threads and the last-level cache: what a bandwidth depends on.
     A kept measurement is reused only on the machine whose key it carries.
     """

@@ -38,10 +38,10 @@ KV_POLICIES = ("paged", "reserve")
 PAGED_WATERMARK_FRACTION = 0.01
 
 #: How long a static batcher lets the oldest queued request wait for a fuller batch
-#: before it launches what is queued: 10 ms, the default ``batch_wait_timeout_s`` of
+#: before it launches what is queued, 10 ms, the default ``batch_wait_timeout_s`` of
 #: Ray Serve's ``@serve.batch`` (docs.ray.io, ``ray.serve.batch``). Triton's dynamic
 #: batcher waits not at all unless ``max_queue_delay_microseconds`` is set. Beside LLM
-#: batches that run for seconds either is short: a batch leaves with whatever queued
+#: batches that run for seconds either is short, and a batch leaves with whatever queued
 #: while the one before it ran. ``math.inf`` models a batcher that waits for a full batch.
 STATIC_BATCH_TIMEOUT_S = 0.01
 
@@ -105,7 +105,7 @@ class Scheduler:
     replica only decodes, and each request joins it ``prefill_s`` of a
     :class:`PrefillPool` after it arrives. ``batch_timeout_s`` is a static batcher's
     queue timeout: a batch launches when ``max_batch`` requests are queued or when
-    the oldest has waited this long (:data:`STATIC_BATCH_TIMEOUT_S` by default).
+    the oldest has waited this long (``STATIC_BATCH_TIMEOUT_S`` by default).
 
     Raises ``ValueError`` naming the argument for an unknown kind or policy,
     ``max_batch < 1``, a token budget below ``max_batch`` with chunked prefill,
