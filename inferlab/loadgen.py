@@ -74,7 +74,6 @@ from inferlab.bisection import highest_passing, least_integer
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
 from inferlab.progress import progress
-from inferlab.roofline import _freeze_layout
 from inferlab.simulator import (
     EXPLORER_EFFICIENCY,
     EXPLORER_OVERHEAD_S,
@@ -85,7 +84,7 @@ from inferlab.simulator import (
 )
 from inferlab.steptime import Replica, replica
 from inferlab.traffic import Lengths, Requests
-from inferlab.widgets import Explorer, register
+from inferlab.widgets import Explorer, _freeze_layout, register
 
 #: LoadGen's scenarios as this module names them ("Interactive" is Server with tighter bounds).
 SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")

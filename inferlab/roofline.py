@@ -13,7 +13,8 @@ Two ideas, one module:
   decode far left.
 
 SI units throughout: bytes, seconds, FLOP, bytes per second, FLOP per second.
-The two explorers of the chapter are built at the bottom of the module.
+The pure functions of the chapter's two explorers are at the bottom of the module;
+the explorers themselves are in :mod:`inferlab.explorers.bandwidth`.
 
 Used in chapter 'The memory-bandwidth floor'; the batching chapter reuses the
 floor functions.
@@ -24,13 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.ticker import NullLocator
 
 from inferlab import checks, specs
 from inferlab.capacity import (
-    BYTES_PER_PARAM,
     KIB,
     bytes_per_param,
     default_kv_precision,
@@ -38,8 +36,6 @@ from inferlab.capacity import (
     weight_bytes,
 )
 from inferlab.feasibility import check_context
-from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
-from inferlab.widgets import Explorer, register
 
 GB = 1e9
 TB = 1e12
@@ -477,7 +473,7 @@ def throughput_at_max_batch(
 
 
 # --------------------------------------------------------------------------------------
-# Explorers
+# What the explorers compute (they are drawn by inferlab.explorers.bandwidth)
 # --------------------------------------------------------------------------------------
 
 #: The chip choice that uses the explorer's own bandwidth slider instead of a row of data.
@@ -543,82 +539,6 @@ def floor_explorer_compute(
     return FloorView(floor, chip, capacity, int(context_tokens), _CONTEXT_GRID, 1.0 / steps)
 
 
-def _floor_render_factory(fig, ax_bar, ax_line):
-    weights_bar = ax_bar.barh([0], [1.0], color=PALETTE[0], label="weights")[0]
-    kv_bar = ax_bar.barh([0], [0.0], left=[1.0], color=PALETTE[1], label="KV cache")[0]
-    ax_bar.set_yticks([])
-    ax_bar.set_xlabel("floor per decode step (ms)")
-    ax_bar.legend(loc="upper left", ncols=2, fontsize=8)
-    ax_bar.set_ylim(-0.6, 1.0)
-    modelled = KIND_COLORS["modelled"]
-    (line,) = ax_line.plot(_CONTEXT_GRID, np.ones(len(_CONTEXT_GRID)), color=modelled)
-    (marker,) = ax_line.plot([1], [1], "o", color=modelled)
-    ax_line.set_xscale("log")
-    ax_line.set_xlabel("context length (tokens)")
-    ax_line.set_ylabel("ceiling, tok/s per user")
-    label_kind(ax_line, "modelled")
-
-    def render(view: FloorView) -> str:
-        floor = view.floor
-        weight_ms, kv_ms = floor.weight_s * 1e3, floor.kv_s * 1e3
-        weights_bar.set_width(weight_ms)
-        kv_bar.set_x(weight_ms)
-        kv_bar.set_width(kv_ms)
-        ax_bar.set_xlim(0, (weight_ms + kv_ms) * 1.1)
-        ax_bar.set_title(f"floor {floor.step_s * 1e3:.2f} ms = ceiling "
-                         f"{floor.per_user_tok_s:.1f} tok/s per user", fontsize=10)
-        line.set_ydata(view.per_user_tok_s)
-        marker.set_data([max(view.context_tokens, 1)], [floor.per_user_tok_s])
-        ax_line.set_ylim(0, view.per_user_tok_s.max() * 1.15)
-        text = (
-            f"{floor.bandwidth_bytes_per_s / TB:.2f} TB/s ({view.chip}). "
-            f"Reads {floor.bytes_read / GB:.1f} GB per step "
-            f"({floor.weight_bytes / GB:.1f} GB weights, {floor.kv_bytes / GB:.1f} GB KV cache). "
-            f"Aggregate ceiling {floor.aggregate_tok_s:,.0f} tok/s for a batch of {floor.batch}."
-        )
-        if math.isfinite(view.capacity_bytes):
-            text += (f" {view.chip} holds {view.capacity_bytes / GB:.1f} GB: "
-                     f"at least {view.chips_to_hold} chip(s) to hold it all.")
-        return text
-
-    return render
-
-
-@register("bw_floor", kind="analytic", chapter="02_bandwidth_floor")
-def floor_explorer() -> Explorer:
-    """Sliders: parameters, precision, chip or bandwidth, KV per token, context, batch."""
-    import ipywidgets as w
-
-    chip_names = [name for name in specs.chips()] + [CUSTOM_CHIP]
-    controls = {
-        "params_b": w.FloatLogSlider(value=70, base=10, min=0, max=3, step=0.01,
-                                     description="params (B)"),
-        "precision": w.Dropdown(options=list(BYTES_PER_PARAM), value="fp16",
-                                description="precision"),
-        "chip": w.Dropdown(options=chip_names, value="NVIDIA H100 SXM", description="chip"),
-        "bandwidth_tb_s": w.FloatSlider(value=3.35, min=0.05, max=10, step=0.05,
-                                        description="custom TB/s"),
-        "kv_kib_per_token": w.FloatSlider(value=320, min=0, max=2560, step=16,
-                                          description="KV KiB/token"),
-        "context_tokens": w.IntSlider(value=4096, min=0, max=131072, step=256,
-                                      description="context"),
-        "batch": w.IntSlider(value=1, min=1, max=256, description="batch"),
-    }
-    # The bandwidth slider applies only to the custom chip; grey it out otherwise, so
-    # that no slider moves without changing the figure.
-    bandwidth = controls["bandwidth_tb_s"]
-    bandwidth.disabled = controls["chip"].value != CUSTOM_CHIP
-    controls["chip"].observe(
-        lambda change: setattr(bandwidth, "disabled", change["new"] != CUSTOM_CHIP),
-        names="value")
-    fig, (ax_bar, ax_line) = figure(1, 2, figsize=(9, 3.4))
-    render = _floor_render_factory(fig, ax_bar, ax_line)
-    defaults = {name: control.value for name, control in controls.items()}
-    _freeze_layout(fig, render, floor_explorer_compute(**defaults))
-    plt.close(fig)
-    return Explorer(floor_explorer_compute, render, controls, fig)
-
-
 @dataclass(frozen=True)
 class RooflineView:
     """What the roofline explorer shows for one chip, model and batch."""
@@ -629,6 +549,7 @@ class RooflineView:
     decode: PassCost
     prefill: PassCost
     batch: int
+    prompt_tokens: int
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -656,82 +577,7 @@ def roofline_explorer_compute(
     per_token = kv_bytes_per_token(shape, kv_precision)
     decode = decode_pass(shape.params_active, precision, kv_bytes_per_token=per_token,
                              context_tokens=context_tokens, batch=batch)
-    prefill = prefill_pass(shape.params_active, precision, max(int(context_tokens), 1),
-                               kv_bytes_per_token=per_token)
+    prompt = max(int(context_tokens), 1)
+    prefill = prefill_pass(shape.params_active, precision, prompt, kv_bytes_per_token=per_token)
     return RooflineView(chip, peak, spec.memory_bandwidth_bytes_per_s, decode, prefill,
-                        int(batch))
-
-
-_INTENSITY_GRID = np.geomspace(0.1, 1e5, 200)
-
-
-def _freeze_layout(fig, render, first_view) -> None:
-    """Draw ``first_view`` once, fix the layout it produced, and drop minor ticks.
-
-    Constrained layout and log-axis minor ticks are most of the cost of a redraw;
-    the explorers' axes keep their size and range scale, so one layout serves all.
-    """
-    for ax in fig.axes:
-        for axis in (ax.xaxis, ax.yaxis):
-            if axis.get_scale() == "log":
-                axis.set_minor_locator(NullLocator())
-    render(first_view)
-    fig.draw_without_rendering()
-    fig.set_layout_engine("none")
-
-
-def _roofline_render_factory(ax):
-    (roof,) = ax.plot(_INTENSITY_GRID, _INTENSITY_GRID, color="0.3", lw=2)
-    (ridge,) = ax.plot([1], [1], "D", color="0.3", label="ridge point")
-    (decode,) = ax.plot([1], [1], "o", ms=9, color=PALETTE[0], label="decode (batch)")
-    (prefill,) = ax.plot([1], [1], "s", ms=9, color=PALETTE[1], label="prefill (prompt)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(_INTENSITY_GRID[0], _INTENSITY_GRID[-1])
-    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
-    ax.set_ylabel("attainable TFLOP/s")
-    ax.legend(loc="lower right", fontsize=8)
-    label_kind(ax, "modelled")
-
-    def render(view: RooflineView) -> str:
-        tflop = attainable_flop_per_s(_INTENSITY_GRID, view.peak_flop_per_s,
-                                      view.bandwidth_bytes_per_s) / TB
-        roof.set_ydata(tflop)
-        peak_t = view.peak_flop_per_s / TB
-        ridge.set_data([view.ridge_flop_per_byte], [peak_t])
-        d_i, p_i = view.decode.intensity_flop_per_byte, view.prefill.intensity_flop_per_byte
-        d_t, p_t = view.attainable(view.decode) / TB, view.attainable(view.prefill) / TB
-        decode.set_data([d_i], [d_t])
-        prefill.set_data([p_i], [p_t])
-        ax.set_ylim(tflop[0] / 2, peak_t * 3)
-        ax.set_title(view.chip, fontsize=10)
-        return (
-            f"Ridge at {view.ridge_flop_per_byte:.0f} FLOP/byte. Decode at batch {view.batch}: "
-            f"{d_i:.1f} FLOP/byte, at most {d_t / peak_t:.1%} of peak. "
-            f"Prefill: {p_i:.0f} FLOP/byte, {p_t / peak_t:.0%} of peak."
-        )
-
-    return render
-
-
-@register("bw_roofline", kind="analytic", chapter="02_bandwidth_floor")
-def roofline_explorer() -> Explorer:
-    """Sliders: chip, model, precision, decode batch, context (= prompt) length."""
-    import ipywidgets as w
-
-    chip_names = [name for name in specs.chips()
-                  if math.isfinite(specs.chip(name).bf16_flop_per_s)]
-    controls = {
-        "chip": w.Dropdown(options=chip_names, value="NVIDIA H100 SXM", description="chip"),
-        "model": w.Dropdown(options=specs.models(), value="Llama 2 70B", description="model"),
-        "precision": w.Dropdown(options=list(PEAK_COLUMN), value="bf16", description="precision"),
-        "batch": w.IntSlider(value=1, min=1, max=1024, description="batch"),
-        "context_tokens": w.IntSlider(value=2048, min=1, max=32768, step=1,
-                                      description="context"),
-    }
-    fig, ax = figure(figsize=(7, 4))
-    render = _roofline_render_factory(ax)
-    defaults = {name: control.value for name, control in controls.items()}
-    _freeze_layout(fig, render, roofline_explorer_compute(**defaults))
-    plt.close(fig)
-    return Explorer(roofline_explorer_compute, render, controls, fig)
+                        int(batch), prompt)

@@ -71,7 +71,6 @@ from inferlab import checks
 from inferlab.bisection import bisect, highest_passing
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.plotting import PALETTE, figure, label_kind
-from inferlab.roofline import _freeze_layout
 from inferlab.scheduler import (
     PAGED_WATERMARK_FRACTION,
     ContinuousEngine,
@@ -86,7 +85,7 @@ from inferlab.scheduler import FixedShape as FixedShape
 from inferlab.scheduler import PrefillPool as PrefillPool
 from inferlab.steptime import Replica, replica
 from inferlab.traffic import Lengths, Requests, make_requests
-from inferlab.widgets import Explorer, register
+from inferlab.widgets import Explorer, _freeze_layout, register
 
 METRICS = ("ttft", "tpot", "e2e")
 

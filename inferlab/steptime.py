@@ -62,8 +62,8 @@ from inferlab.feasibility import Infeasible, Layout, layout
 from inferlab.mlperf import MLPERF_PER_USER_TOK_S as MLPERF_PER_USER_TOK_S
 from inferlab.parallel import allreduce_s
 from inferlab.plotting import PALETTE, figure, label_kind
-from inferlab.roofline import _freeze_layout, params_read, sustained_flop_per_s
-from inferlab.widgets import Explorer, register
+from inferlab.roofline import params_read, sustained_flop_per_s
+from inferlab.widgets import Explorer, _freeze_layout, register
 
 #: All-reduces per layer in a tensor-parallel transformer — after attention and after the MLP
 #: (Megatron-LM, Shoeybi et al. 2019).

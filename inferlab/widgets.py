@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import ipywidgets as w
 from IPython.display import display
+from matplotlib.ticker import NullLocator
 
 WIDGET_KINDS = ("analytic", "simulation", "measurement")
 
@@ -95,6 +96,21 @@ def control_value(control: w.ValueWidget, fraction: float):
     if isinstance(control, w.FloatLogSlider):
         return control.base ** value
     return round(value) if isinstance(control.value, int) else value
+
+
+def _freeze_layout(fig, render, first_view) -> None:
+    """Draw ``first_view`` once, fix the layout it produced, and drop minor ticks.
+
+    Constrained layout and log-axis minor ticks are most of the cost of a redraw;
+    the explorers' axes keep their size and range scale, so one layout serves all.
+    """
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if axis.get_scale() == "log":
+                axis.set_minor_locator(NullLocator())
+    render(first_view)
+    fig.draw_without_rendering()
+    fig.set_layout_engine("none")
 
 
 class Explorer:

@@ -233,7 +233,7 @@ def test_row_above_ceiling_with_weights_in_hbm_means_speculation():
 
 
 def test_explorer_registered_and_redraws():
-    # Its speed is measured by benchmarks/widgets.py, not asserted here.
+    # Its speed is measured by benchmarks/explorers.py once it is ported, not asserted here.
     entry = REGISTRY["hw_decide"]
     # decide reads latency_spread's simulated tails, so the explorer is a simulation.
     assert entry.chapter == "07_choosing_hardware" and entry.kind == "simulation"

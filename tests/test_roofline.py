@@ -170,12 +170,3 @@ def test_explorers_compute_and_refuse_bad_values():
     roof = rl.roofline_explorer_compute("NVIDIA H100 SXM", "Llama 2 70B", "bf16", 1, 2048)
     assert roof.decode.intensity_flop_per_byte < roof.ridge_flop_per_byte
     assert roof.prefill.intensity_flop_per_byte > roof.ridge_flop_per_byte
-
-
-def test_explorers_build_and_update():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    for factory in (rl.floor_explorer, rl.roofline_explorer):
-        explorer = factory()
-        assert explorer.update(**explorer.values())

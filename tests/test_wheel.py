@@ -306,10 +306,10 @@ def _requires(wheel: Path) -> list[str]:
     return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Requires-Dist:")]
 
 
-#: The extra a module needs beyond the core dependencies; every other module needs only
-#: the core.
+#: The extra a module (or package: every module in it) needs beyond the core dependencies;
+#: every other module needs only the core.
 EXTRA_OF_MODULE = {"server": "lab", "loadclient": "lab", "endpoint_metrics": "lab",
-                   "real_loadgen": "loadgen", "glue": "notebooks"}
+                   "real_loadgen": "loadgen", "glue": "notebooks", "explorers": "notebooks"}
 
 
 def _imported(path: Path) -> set[str]:
@@ -346,7 +346,8 @@ def test_every_third_party_import_is_declared(build):
                 elif top not in sys.stdlib_module_names and top not in ("inferlab", "__future__"):
                     assert top in providers, f"{current} imports {top}, which nothing provides"
                     needed.update(canonicalize_name(d) for d in providers[top])
-        extra = EXTRA_OF_MODULE.get(name.removeprefix("inferlab."))
+        local = name.removeprefix("inferlab.")
+        extra = EXTRA_OF_MODULE.get(local, EXTRA_OF_MODULE.get(local.split(".")[0]))
         allowed = core | (_extra_closure(requires, extra) if extra else set())
         if needed - allowed:
             undeclared[name] = sorted(needed - allowed)

@@ -1,0 +1,319 @@
+"""The Explorer: declared controls over a pure function, drawn by one Vega-Lite chart.
+
+An :class:`Explorer` is a description, not a widget. It holds
+
+- its **controls**, :class:`Slider` and :class:`Choice`: which argument of the function
+  each sets, its label in full words, the notebook's range or options, the default (the
+  number the chapter's text uses) and the **grid** of values the site precomputes;
+- ``compute(**values)``: the model module's pure function, unit-tested on its own, which
+  raises ``ValueError`` for values it refuses;
+- ``tables(result)``: the result as tidy tables, one per layer of the chart (its
+  **parts**), keyed by part name. A table is a pandas DataFrame or a mapping of column
+  names to equal-length columns, which is what ``pandas.DataFrame`` builds one from:
+  the site calls ``tables`` at every point of the grid, and pandas takes 165 us to build
+  a one-row DataFrame, three times what the roofline's functions take to compute it;
+- ``chart(part)``: one Altair chart over those tables, where ``part(name)`` is an
+  ``alt.Chart`` whose rows are that table's.
+
+Displayed in a notebook it becomes a live view (:mod:`inferlab.explorers.live`):
+ipywidgets call ``compute`` for any value and the tables replace the data of one live
+Vega view. Displayed while the book is built (:data:`SITE_ENV` is set by
+``book/_ext/explorers.py``) it becomes the site's static explorer
+(:mod:`inferlab.explorers.site`): the same chart over tables precomputed on the grid,
+filtered by Vega-Lite parameters bound to HTML inputs. So one chapter cell serves both.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: What an explorer runs when a control moves. The kind is a promise about speed:
+#: analytic explorers evaluate formulas, simulation explorers run the simulator,
+#: measurement explorers time real work (on a button press in the notebook).
+KINDS = ("analytic", "simulation", "measurement")
+
+#: Set (to anything) by the book's build, and inherited by the kernels it starts: an
+#: explorer displayed then is the site's static explorer, with its grid precomputed.
+SITE_ENV = "INFERLAB_EXPLORER_SITE"
+
+#: The table every explorer has besides its own parts: the refusal's message, if any.
+REFUSAL = "refusal"
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Slider:
+    """A number, set by a slider.
+
+    ``minimum``, ``maximum`` and ``step`` are the notebook slider's; with ``log`` it
+    moves along the base-10 logarithm of the value, by ``step`` in that logarithm.
+    ``grid`` holds the values the site precomputes, in increasing order, the default
+    among them. ``only_when`` = ``(control, value)`` says the slider changes the figure
+    only while that other control has that value (it is greyed out otherwise).
+    All of them whole numbers make it a whole-number slider.
+
+    ``default`` is the number the chapter's text uses, so the explorer opens on the text's
+    example; ``glued`` names the chapter's glue key holding that number, when there is one
+    (``tests/test_explorers.py`` compares the two in the book's build).
+    """
+
+    name: str
+    label: str
+    minimum: float
+    maximum: float
+    step: float
+    default: float
+    grid: tuple[float, ...]
+    log: bool = False
+    only_when: tuple[str, object] | None = None
+    glued: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_label(self)
+        numbers = (self.minimum, self.maximum, self.step, self.default, *self.grid)
+        if not all(_number(n) and math.isfinite(n) for n in numbers):
+            raise ValueError(f"{self.name}: minimum, maximum, step, default and grid must "
+                             "be finite numbers")
+        if not (self.minimum < self.maximum and self.step > 0):
+            raise ValueError(f"{self.name}: give minimum < maximum and step > 0")
+        if self.log and self.minimum <= 0:
+            raise ValueError(f"{self.name}: a log slider needs minimum > 0")
+        if not self.minimum <= self.default <= self.maximum:
+            raise ValueError(f"{self.name}: default {self.default!r} is outside "
+                             f"[{self.minimum!r}, {self.maximum!r}]")
+        _check_grid(self, self.grid)
+        if list(self.grid) != sorted(set(self.grid)):
+            raise ValueError(f"{self.name}: grid {self.grid!r} must increase")
+        if not (self.minimum <= self.grid[0] and self.grid[-1] <= self.maximum):
+            raise ValueError(f"{self.name}: grid {self.grid!r} leaves the slider's range")
+
+    @property
+    def whole(self) -> bool:
+        """Whether every value is a whole number (an ``int``)."""
+        return all(isinstance(n, int) for n in
+                   (self.minimum, self.maximum, self.step, self.default, *self.grid))
+
+    @property
+    def site_values(self) -> tuple[float, ...]:
+        """The values the site offers: the grid."""
+        return self.grid
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of several values, chosen from a menu.
+
+    ``options`` are passed to the function as they are and shown as text; ``grid`` is
+    the options the site offers (all of them if ``None``), the default among them.
+    ``only_when`` and ``glued`` as for :class:`Slider`.
+    """
+
+    name: str
+    label: str
+    options: tuple
+    default: object
+    grid: tuple | None = None
+    only_when: tuple[str, object] | None = None
+    glued: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_label(self)
+        if self.default not in self.options:
+            raise ValueError(f"{self.name}: default {self.default!r} is not an option")
+        if len(set(self.options)) != len(self.options):
+            raise ValueError(f"{self.name}: options repeat")
+        unknown = [value for value in self.grid or () if value not in self.options]
+        if unknown:
+            raise ValueError(f"{self.name}: grid values {unknown!r} are not options")
+        _check_grid(self, self.site_values)
+
+    @property
+    def site_values(self) -> tuple:
+        """The options the site offers, in the notebook's order."""
+        offered = set(self.options if self.grid is None else self.grid)
+        return tuple(value for value in self.options if value in offered)
+
+
+@dataclass(frozen=True)
+class Text:
+    """Text the reader types (a prompt, a sentence to tokenize).
+
+    The site cannot take any text: it offers the texts of ``grid`` in a menu, the default
+    among them.
+    """
+
+    name: str
+    label: str
+    default: str
+    grid: tuple[str, ...]
+    only_when: tuple[str, object] | None = None
+    glued: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_label(self)
+        if not all(isinstance(text, str) for text in (self.default, *self.grid)):
+            raise ValueError(f"{self.name}: the default and the grid must be text")
+        _check_grid(self, self.grid)
+
+    @property
+    def site_values(self) -> tuple[str, ...]:
+        """The texts the site offers."""
+        return self.grid
+
+
+Control = Slider | Choice | Text
+
+#: A tidy table: a pandas DataFrame, or a mapping of column names to columns.
+Table = pd.DataFrame | dict
+
+
+def columns(table: Table) -> dict[str, np.ndarray]:
+    """A table's columns as one-dimensional arrays of one length, keyed by name."""
+    found = {str(name): np.asarray(table[name]) for name in table}
+    lengths = {name: column.shape for name, column in found.items()}
+    if len(set(lengths.values())) > 1 or any(len(shape) != 1 for shape in lengths.values()):
+        raise ValueError(f"table: columns must be one-dimensional and of one length, not "
+                         f"{lengths}")
+    return found
+
+
+def _check_label(control) -> None:
+    if not control.name.isidentifier():
+        raise ValueError(f"name: {control.name!r} is not a Python identifier")
+    if not control.label.strip():
+        raise ValueError(f"{control.name}: give a label in words")
+
+
+def _check_grid(control, values) -> None:
+    if len(values) < 2:
+        raise ValueError(f"{control.name}: the site needs at least two values to move "
+                         f"between, not {values!r}")
+    if control.default not in values:
+        raise ValueError(f"{control.name}: the default {control.default!r} is not in the "
+                         f"site's values {values!r}")
+
+
+@dataclass(frozen=True)
+class Explorer:
+    """Controls, a pure function, its tidy tables and one chart (see the module docstring).
+
+    ``name`` is unique in the book; ``chapter`` the stem of the chapter's file that shows
+    it; ``kind`` one of :data:`KINDS`.
+    """
+
+    name: str
+    kind: str
+    chapter: str
+    controls: tuple[Control, ...]
+    compute: Callable[..., Any]
+    tables: Callable[[Any], dict[str, Table]]
+    chart: Callable[[Callable[[str], Any]], Any]
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind: {self.kind!r} is not one of {', '.join(KINDS)}")
+        names = [control.name for control in self.controls]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"controls: give at least one, each name once (got {names})")
+        parameters = set(inspect.signature(self.compute).parameters)
+        if set(names) != parameters:
+            raise ValueError(f"controls: {sorted(names)} do not match the arguments of "
+                             f"{self.compute.__name__}, {sorted(parameters)}")
+        for control in self.controls:
+            if control.only_when is None:
+                continue
+            other, value = control.only_when
+            target = next((c for c in self.controls if c.name == other), None)
+            if target is None or target.only_when is not None:
+                raise ValueError(f"{control.name}: only_when names {other!r}, which must "
+                                 "be another control that is always active")
+            if value not in target.site_values:
+                raise ValueError(f"{control.name}: only_when value {value!r} is not among "
+                                 f"the site's values of {other}")
+
+    def defaults(self) -> dict[str, object]:
+        """Every control's default, keyed by the function's argument names."""
+        return {control.name: control.default for control in self.controls}
+
+    def control(self, name: str) -> Control:
+        """The control that sets argument ``name``."""
+        for control in self.controls:
+            if control.name == name:
+                return control
+        raise ValueError(f"name: {self.name} has no control {name!r}")
+
+    def tables_at(self, **values) -> dict[str, dict[str, np.ndarray]]:
+        """``tables(compute(**values))`` as :func:`columns`; raises ``ValueError`` when
+        compute refuses."""
+        result = self.compute(**values)
+        return {name: columns(table) for name, table in self.tables(result).items()}
+
+    def active(self, control: Control, values: dict[str, object]) -> bool:
+        """Whether ``control`` changes the figure at ``values``."""
+        return control.only_when is None or values[control.only_when[0]] == control.only_when[1]
+
+    def figure(self, part: Callable[[str], Any]):
+        """The explorer's chart with a line under it for the refusal's message, if any:
+        what both the notebook and the site show."""
+        import altair as alt
+
+        refusal = part(REFUSAL).mark_text(
+            align="left", baseline="top", fontSize=13, color="#b2182b", limit=0,
+        ).encode(text="text:N", x=alt.value(0), y=alt.value(2)).properties(height=20)
+        # No frame round a view: the text lines under a chart are views too.
+        return alt.vconcat(self.chart(part), refusal, spacing=4).configure_view(stroke=None)
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        if os.environ.get(SITE_ENV):
+            from inferlab.explorers.site import static_html
+
+            return {"text/html": static_html(self), "text/plain": f"<explorer {self.name}>"}
+        from inferlab.explorers.live import LiveView
+
+        return LiveView(self)._repr_mimebundle_(include=include, exclude=exclude)
+
+
+#: Every explorer of the book, by name, as the modules of inferlab.explorers register them.
+REGISTRY: dict[str, Explorer] = {}
+
+
+def register(factory: Callable[[], Explorer]) -> Callable[[], Explorer]:
+    """Decorator: record the explorer ``factory`` builds, and make the factory return it.
+
+    An explorer is an immutable description, so one object serves every display.
+    """
+    explorer = factory()
+    if explorer.name in REGISTRY:
+        raise ValueError(f"name: an explorer called {explorer.name!r} is already registered")
+    REGISTRY[explorer.name] = explorer
+
+    def registered() -> Explorer:
+        return explorer
+
+    registered.__name__, registered.__qualname__ = factory.__name__, factory.__qualname__
+    registered.__doc__, registered.__module__ = factory.__doc__, factory.__module__
+    return registered
+
+
+def registered_explorers() -> dict[str, Explorer]:
+    """Every explorer of the book, by name: imports each module of ``inferlab.explorers``
+    (which registers its explorers) and returns :data:`REGISTRY`."""
+    import importlib
+    import pkgutil
+
+    import inferlab.explorers as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{module.name}")
+    return REGISTRY
