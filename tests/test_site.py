@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import http.server
+import json
 import re
 import threading
 from dataclasses import dataclass, field
@@ -350,3 +351,88 @@ def test_search_finds_results(visits):
     if record.search_results == 0:
         problems.append(f"searching for {SEARCH_TERM!r} listed no results")
     assert not problems, record.report(problems)
+
+
+# ------------------------------------------------------------------- the explorers
+
+def _explorer_names() -> list[str]:
+    from inferlab.explorers import registered_explorers
+
+    chapters = {page.removesuffix(".html") for page in PAGES}
+    return sorted(name for name, explorer in registered_explorers().items()
+                  if f"book/{explorer.chapter}" in chapters)
+
+
+# Moves one input of an explorer and resolves with whether the chart's SVG changed. A
+# range steps to its next value (or back, at the end); a menu tries each other option in
+# turn, since neighbours can draw the same picture (fp16 and bf16 weigh the same).
+MOVE_INPUT = """async ([explorer, param]) => {
+    const root = document.querySelector(`.inferlab-explorer[data-explorer="${explorer}"]`);
+    const chart = () => root.querySelector('.inferlab-explorer-view svg').outerHTML;
+    const input = root.querySelector(`[name="${param}"]`);
+    const settle = async (before) => {
+        for (let i = 0; i < 40; i++) {
+            await new Promise(r => setTimeout(r, 50));
+            if (chart() !== before) return true;
+        }
+        return false;
+    };
+    const set = async (value) => {
+        const before = chart();
+        input.value = value;
+        input.dispatchEvent(new Event('input', {bubbles: true}));
+        input.dispatchEvent(new Event('change', {bubbles: true}));
+        return settle(before);
+    };
+    if (input.tagName === 'SELECT') {
+        const start = input.selectedIndex;
+        for (let k = 1; k < input.options.length; k++) {
+            if (await set(input.options[(start + k) % input.options.length].value)) {
+                return true;
+            }
+        }
+        return false;
+    }
+    const step = +input.step, value = +input.value;
+    return set(value + step <= +input.max ? value + step : value - step);
+}"""
+
+
+@pytest.mark.parametrize("name", _explorer_names())
+def test_every_input_of_an_explorer_moves_its_figure_offline(browser, site, name):
+    """On the built page, with every request leaving the site aborted: the explorer draws,
+    and each of its inputs, moved, changes its figure (a greyed-out input once the menu
+    that switches it on has chosen so), with no console error."""
+    from inferlab.explorers import registered_explorers
+
+    explorer = registered_explorers()[name]
+    page = f"book/{explorer.chapter}.html"
+    assert f'data-explorer="{name}"' in site.source(page), f"{page} shows no {name}"
+    local, external, errors = site.base + "/", [], []
+    context = browser.new_context(service_workers="block")
+    context.set_default_timeout(TIMEOUT_MS)
+    context.route("**/*", lambda route: route.continue_() if route.request.url.startswith(
+        local) else (external.append(route.request.url), route.abort("internetdisconnected")))
+    tab = context.new_page()
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        tab.goto(site.url(page), wait_until="load")
+        tab.wait_for_selector(f'.inferlab-explorer[data-explorer="{name}"] .vega-bindings',
+                              state="attached")
+        spec = json.loads(tab.locator(f'.inferlab-explorer[data-explorer="{name}"] '
+                                      "script.inferlab-explorer-spec").text_content())
+        switches = spec["usermeta"]["only_when"]
+        unmoved = []
+        for param in (p["name"] for p in spec["params"] if "bind" in p):
+            if param in switches:  # choose what turns it on first
+                other, value = switches[param]
+                tab.locator(f'.inferlab-explorer[data-explorer="{name}"] '
+                            f'[name="{other}"]').select_option(index=value)
+            if not tab.evaluate(MOVE_INPUT, [name, param]):
+                unmoved.append(param)
+    finally:
+        context.close()
+    assert not unmoved, f"{name}: moving {unmoved} left the figure as it was"
+    assert not errors, f"{name}: console errors {errors}"
+    assert not external, f"{name}: requests left the site: {external}"

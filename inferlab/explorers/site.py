@@ -45,6 +45,10 @@ SIGNIFICANT = 4
 #: The most explorer data a page may carry, in bytes of JSON.
 LIMIT_BYTES = 2_000_000
 
+#: What a column's array over a part's slots is called in the page's data: no table's
+#: column starts with "@".
+STORED = "@{}"
+
 #: What a parameter is called in the site's chart: it must be a JavaScript identifier
 #: and clash with no signal Vega-Lite makes of its own (width, height, ...).
 PARAM = "ctl_{}"
@@ -299,12 +303,14 @@ def store(explorer: Explorer, name: str, rows_at: dict[tuple, Rows]) -> Stored:
     if not entries:
         return Stored([], [], {})
     if all(_length(rows) == 1 for _, rows in entries):
-        dense = {column: [None] * size for column in columns}
+        # The arrays keep names of their own: Vega's calculate writes into the datum it
+        # reads, so reading "x" into "x" would leave a number where the array was.
+        dense = {STORED.format(column): [None] * size for column in columns}
         for slot, rows in entries:
             for column, values in rows:
-                dense[column][slot] = values[0]
-        transforms = [{"calculate": f"datum[{json.dumps(c)}][{expression}]", "as": c}
-                      for c in columns]
+                dense[STORED.format(column)][slot] = values[0]
+        transforms = [{"calculate": f"datum[{json.dumps(STORED.format(c))}][{expression}]",
+                       "as": c} for c in columns]
         present = " || ".join(f"isValid(datum[{json.dumps(c)}])" for c in columns)
         return Stored([dense], [*transforms, {"filter": present}], {})
     blocks: dict[Rows, int] = {}
