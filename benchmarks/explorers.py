@@ -11,7 +11,7 @@ its next option (a move that leaves the figure as it was, say between fp8 and in
 which weigh the same, is not counted), a text box one more word. A control that
 applies only while another has some value (``only_when``) is moved with that value
 chosen. Each redraw is timed from the input event to the chart's last change
-(``benchmarks/jupyterlab.py``). Printed:
+(``benchmarks/jupyterlab_driver.py``). Printed:
 
     explorer=NAME kind=K median_ms=X moves=N
       control="LABEL" median_ms=X moves=N
@@ -35,7 +35,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import jupyterlab as lab  # noqa: E402
+import jupyterlab_driver as lab  # noqa: E402
 
 from inferlab.explorers import Choice, Text, registered_explorers  # noqa: E402
 
