@@ -30,11 +30,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from inferlab import checks
-from inferlab.widgets import Explorer, register
 
 CHAPTER = "01_prefill_decode"
 
@@ -260,7 +260,7 @@ def words_per_minute(tok_per_s: float, words_per_token: float) -> float:
     return checks.finite_result(rate * 60.0 * wpt, "tok_per_s", "words_per_token")
 
 
-# --- explorers ------------------------------------------------------------------------------------
+# --- explorers' functions ----------------------------------------------------------------------
 
 
 def freeze_layout(fig) -> None:
@@ -274,99 +274,20 @@ def freeze_layout(fig) -> None:
     fig.set_layout_engine("none")
 
 
-
-def _timeline_explorer(prefill_tok_per_s: float, queue_s: float) -> Explorer:
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from matplotlib.collections import PolyCollection
-    from matplotlib.patches import Patch, Rectangle
-
-    from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
-
-    fig, (strip, ax) = figure(2, 1, figsize=(7.5, 4.2), height_ratios=[1, 3], sharex=True)
-    queue_box = strip.add_patch(Rectangle((0, 0), 0, 1, color="#bbbbbb"))
-    prefill_box = strip.add_patch(Rectangle((0, 0), 0, 1, color=PALETTE[1]))
-    steps = PolyCollection([], facecolors=[], edgecolors="none")
-    strip.add_collection(steps)
-    strip.set_ylim(0, 1)
-    strip.set_yticks([])
-    strip.grid(False)
-    (tokens_line,) = ax.plot([], [], drawstyle="steps-post", color=KIND_COLORS["modelled"],
-                             label="tokens received")
-    ttft_line = ax.axvline(0, color=PALETTE[1], linestyle="--", linewidth=1)
-    ttft_text = ax.text(0, 0, "", fontsize=8, color=PALETTE[1], va="top")
-    ax.set_xlabel("time since the request was sent (s)")
-    ax.set_ylabel("output tokens received")
-    shades = np.array([[0.13, 0.4, 0.67, 1.0], [0.55, 0.72, 0.88, 1.0]])
-    ax.legend(handles=[Patch(color="#bbbbbb", label="queue"),
-                       Patch(color=PALETTE[1], label="prefill"),
-                       Patch(color=shades[0], label="decode steps"),
-                       tokens_line], loc="lower right", fontsize=8)
-    label_kind(ax, "modelled")
-    ax.set_ylim(0, 2100)  # the widest tick labels the sliders can produce
-    freeze_layout(fig)
-    plt.close(fig)
-
-    def compute(prompt_tokens, output_tokens, decode_tok_per_s):
-        return request_timeline(prompt_tokens, output_tokens, decode_tok_per_s,
-                                prefill_tok_per_s=prefill_tok_per_s, queue_s=queue_s)
-
-    def render(timeline: RequestTimeline) -> str:
-        times = timeline.token_times_s()
-        n = timeline.output_tokens
-        queue_box.set_width(timeline.queue_s)
-        prefill_box.set_x(timeline.queue_s)
-        prefill_box.set_width(timeline.prefill_s)
-        starts = times[:-1]
-        ends = times[1:]
-        verts = np.empty((n - 1, 4, 2))
-        verts[:, 0, 0] = verts[:, 1, 0] = starts
-        verts[:, 2, 0] = verts[:, 3, 0] = ends
-        verts[:, [0, 3], 1] = 0.0
-        verts[:, [1, 2], 1] = 1.0
-        steps.set_verts(verts)
-        steps.set_facecolor(shades[np.arange(n - 1) % 2])
-        x = np.concatenate(([0.0], times))
-        y = np.arange(n + 1)
-        tokens_line.set_data(x, y)
-        ttft_line.set_xdata([timeline.ttft_s, timeline.ttft_s])
-        ttft_text.set_position((timeline.ttft_s * 1.02, n * 0.95))
-        ttft_text.set_text(f" TTFT {timeline.ttft_s * 1000:.0f} ms")
-        ax.set_xlim(0, timeline.e2e_s * 1.03)
-        ax.set_ylim(0, n * 1.05)
-        c = timeline.clocks()
-        tpot_ms = c.tpot_s * 1000 if n > 1 else math.nan
-        return (f"TTFT {c.ttft_s * 1000:.0f} ms, TPOT {tpot_ms:.2f} ms, "
-                f"end-to-end {c.e2e_s:.3f} s; rate with TTFT {c.rate_with_ttft_tok_per_s:.0f} "
-                f"tok/s, after the first token {c.decode_only_tok_per_s:.0f} tok/s")
-
-    controls = {
-        "prompt_tokens": w.IntSlider(value=550, min=1, max=8000, step=50,
-                                     description="prompt tokens"),
-        "output_tokens": w.IntSlider(value=150, min=2, max=2000, step=10,
-                                     description="output tokens"),
-        "decode_tok_per_s": w.FloatSlider(value=270.0, min=5.0, max=1000.0, step=5.0,
-                                          description="decode tok/s"),
-    }
-    return Explorer(compute, render, controls, fig)
-
-
 #: Assumed queue wait and prefill rate of the timeline explorer (illustrative, not Groq's).
 TIMELINE_QUEUE_S = 0.05
 TIMELINE_PREFILL_TOK_PER_S = 3000.0
 
 
-@register("pd_timeline", "analytic", chapter=CHAPTER)
-def timeline_explorer(prefill_tok_per_s: float = TIMELINE_PREFILL_TOK_PER_S,
-                      queue_s: float = TIMELINE_QUEUE_S) -> Explorer:
-    """Explorer: one request's timeline (queue, prefill, each decode step) and its clocks.
-
-    Sliders: prompt tokens, output tokens, decode rate (1 / TPOT). A view over
-    :func:`request_timeline`. Used in chapter 'Prefill and decode'.
+def timeline_explorer_compute(prompt_tokens: int = 550, output_tokens: int = 150,
+                              decode_tok_per_s: float = 270.0) -> RequestTimeline:
+    """The timeline explorer's pure function: :func:`request_timeline` at the chapter's
+    illustrative queue wait and prefill rate (``TIMELINE_QUEUE_S``,
+    ``TIMELINE_PREFILL_TOK_PER_S``). Used in chapter 'Prefill and decode'.
     """
-    checks.positive("prefill_tok_per_s", prefill_tok_per_s)
-    checks.non_negative("queue_s", queue_s)
-    return _timeline_explorer(prefill_tok_per_s, queue_s)
+    return request_timeline(prompt_tokens, output_tokens, decode_tok_per_s,
+                            prefill_tok_per_s=TIMELINE_PREFILL_TOK_PER_S,
+                            queue_s=TIMELINE_QUEUE_S)
 
 
 @dataclass(frozen=True)
@@ -409,63 +330,22 @@ def reconcile(output_tokens: int, ttft_s: float, decode_tok_per_s: float, *,
     )
 
 
-@register("pd_reconcile", "analytic", chapter=CHAPTER)
-def reconcile_explorer(published: tuple[tuple[str, float, float], ...] = ()) -> Explorer:
-    """Explorer: the TTFT-inclusive rate against output length, with published points.
+#: The record whose rate the reconciliation explorer finds a TTFT for: LLMPerf's median.
+RECONCILE_TARGET = "llmperf-groq-l2-70b-throughput"
 
-    Sliders: output tokens, TTFT, decode-only rate. ``published`` holds
-    ``(label, output_tokens, tok_per_s)`` points drawn as reported figures.
-    A view over :func:`reconcile`. Used in chapter 'Prefill and decode'.
+
+@cache
+def _reconcile_target_tok_per_s() -> float:
+    from inferlab.data import result  # pandas, only when an explorer asks
+
+    return float(result(RECONCILE_TARGET)["value"])
+
+
+def reconcile_explorer_compute(output_tokens: int = 150, ttft_s: float = 0.22,
+                               decode_tok_per_s: float = 270.0) -> Reconciliation:
+    """The reconciliation explorer's pure function: :func:`reconcile` with LLMPerf's
+    published median (record ``RECONCILE_TARGET``) as the target.
+    Used in chapter 'Prefill and decode'.
     """
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import NullLocator
-
-    from inferlab.plotting import KIND_COLORS, figure, label_kind, plain_log_axis
-
-    fig, ax = figure(figsize=(7.5, 4.0))
-    (curve,) = ax.plot([], [], color=KIND_COLORS["modelled"], label="modelled: n / (TTFT + n / r)")
-    decode_line = ax.axhline(0, color=KIND_COLORS["modelled"], linestyle=":", linewidth=1,
-                             label="decode-only rate r")
-    (point,) = ax.plot([], [], "o", color=KIND_COLORS["modelled"], markersize=8)
-    for label, n, rate in published:
-        ax.plot([n], [rate], "s", color=KIND_COLORS["reported"], markersize=8)
-        right = n > 300  # labels near the right edge go to the left of their point
-        ax.annotate(label, (n, rate), xytext=(-6 if right else 6, -12),
-                    textcoords="offset points", ha="right" if right else "left",
-                    fontsize=8, color=KIND_COLORS["reported"])
-    ax.set_xlim(1, 2000)
-    # Fixed ticks: a log axis otherwise recomputes its minor ticks on every redraw.
-    plain_log_axis(ax.xaxis, ticks=[1, 10, 100, 1000])
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_ylim(0, 1100)  # the widest tick labels the sliders can produce
-    ax.set_xlabel("output tokens per request (log scale)")
-    ax.set_ylabel("tokens per second, per request")
-    ax.legend(loc="center left", fontsize=8)
-    if published:
-        label_kind(ax, "modelled", "reported")
-    else:
-        label_kind(ax, "modelled")
-    freeze_layout(fig)
-    plt.close(fig)
-
-    def render(r: Reconciliation) -> str:
-        curve.set_data(r.curve_output_tokens, r.curve_rate_tok_per_s)
-        decode_line.set_ydata([r.decode_tok_per_s, r.decode_tok_per_s])
-        point.set_data([r.output_tokens], [r.rate_with_ttft_tok_per_s])
-        ax.set_ylim(0, max(400.0, r.decode_tok_per_s * 1.1))
-        target = (f"; a TTFT of {r.ttft_for_target_s * 1000:.0f} ms would give exactly "
-                  f"{r.target_tok_per_s:.0f}" if math.isfinite(r.ttft_for_target_s) else "")
-        return (f"{r.output_tokens} tokens at TTFT {r.ttft_s * 1000:.0f} ms and decode "
-                f"{r.decode_tok_per_s:.0f} tok/s: {r.rate_with_ttft_tok_per_s:.1f} tok/s "
-                f"with TTFT{target}")
-
-    controls = {
-        "output_tokens": w.IntSlider(value=150, min=1, max=2000, step=10,
-                                     description="output tokens"),
-        "ttft_s": w.FloatSlider(value=0.22, min=0.0, max=2.0, step=0.005,
-                                readout_format=".3f", description="TTFT (s)"),
-        "decode_tok_per_s": w.FloatSlider(value=270.0, min=10.0, max=1000.0, step=1.0,
-                                          description="decode tok/s"),
-    }
-    return Explorer(reconcile, render, controls, fig)
+    return reconcile(output_tokens, ttft_s, decode_tok_per_s,
+                     target_tok_per_s=_reconcile_target_tok_per_s())

@@ -256,20 +256,24 @@ def test_error_message_gives_the_value_and_the_allowed_range():
         speedup(0.5, 4, 1.5)
 
 
-def test_explorers_are_registered_and_reject_bad_values():
+def test_the_explorers_functions_give_the_chapters_example_and_reject_bad_values():
+    from inferlab.timing import reconcile_explorer_compute, timeline_explorer_compute
+
+    timeline = timeline_explorer_compute(550, 150, 270)
+    assert timeline.ttft_s == pytest.approx(0.05 + 550 / 3000)
+    with pytest.raises(ValueError, match="output_tokens"):
+        timeline_explorer_compute(550, 0, 270)
+    r = reconcile_explorer_compute(150, 0.22, 270)
+    # The chapter's reconciliation: 193.4 tok/s at a TTFT of 0.22 s, 185.05 at about 255 ms.
+    assert r.rate_with_ttft_tok_per_s == pytest.approx(193.4, abs=0.05)
+    assert r.target_tok_per_s == 185.05
+    assert r.ttft_for_target_s * 1000 == pytest.approx(255, abs=0.5)
+
+
+def test_the_speculative_explorer_is_registered():
     import inferlab.speculative  # noqa: F401  (registers its explorer)
     from inferlab import choosing
-    from inferlab.timing import reconcile_explorer, timeline_explorer
     from inferlab.widgets import REGISTRY
 
-    for name, chapter in (("pd_timeline", "01_prefill_decode"),
-                          ("pd_reconcile", "01_prefill_decode"),
-                          ("hw_speculative", choosing.CHAPTER)):
-        assert REGISTRY[name].kind == "analytic"
-        assert REGISTRY[name].chapter == chapter
-    explorer = timeline_explorer()
-    assert "TTFT" in explorer.update(prompt_tokens=550, output_tokens=150, decode_tok_per_s=270)
-    with pytest.raises(ValueError, match="output_tokens"):
-        explorer.update(prompt_tokens=550, output_tokens=0, decode_tok_per_s=270)
-    text = reconcile_explorer().update(output_tokens=150, ttft_s=0.22, decode_tok_per_s=270)
-    assert "193.4" in text and "255 ms" in text
+    assert REGISTRY["hw_speculative"].kind == "analytic"
+    assert REGISTRY["hw_speculative"].chapter == choosing.CHAPTER
