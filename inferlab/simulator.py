@@ -64,13 +64,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from inferlab import checks
 from inferlab.bisection import bisect, highest_passing
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
-from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.scheduler import (
     PAGED_WATERMARK_FRACTION,
     ContinuousEngine,
@@ -85,7 +83,6 @@ from inferlab.scheduler import FixedShape as FixedShape
 from inferlab.scheduler import PrefillPool as PrefillPool
 from inferlab.steptime import Replica, replica
 from inferlab.traffic import Lengths, Requests, make_requests
-from inferlab.widgets import Explorer, _freeze_layout, register
 
 METRICS = ("ttft", "tpot", "e2e")
 
@@ -490,6 +487,9 @@ EXPLORER_OVERHEAD_S = 1e-3
 EXPLORER_PROMPT = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)
 EXPLORER_OUTPUT_MEAN = 294
 EXPLORER_REQUESTS = 2000
+#: The draw of traffic the tail explorer simulates: one fixed draw, so that a moved slider
+#: changes the server or the load and not the luck of the arrivals.
+EXPLORER_SEED = 0
 #: Requests queued at once to find the saturation rate — enough that the last, shrinking
 #: batches (the drain) cost only a few per cent of the run.
 SATURATION_PROBE_REQUESTS = 10_000
@@ -554,15 +554,15 @@ class TailView:
     mean_batch: float
 
 
-def tail_explorer_compute(load: float = 0.7, max_batch: int = 256, output_cv: float = 1.0,
-                          seed: int = 0) -> TailView:
+def tail_explorer_compute(load: float = 0.7, max_batch: int = 256,
+                          output_cv: float = 1.0) -> TailView:
     """The tail explorer's pure function: Poisson traffic at ``load`` x the saturation rate.
 
     ``load`` is the offered rate as a fraction of :func:`saturation_rate_per_s`;
     ``max_batch`` the most requests in flight; ``output_cv`` the coefficient of
     variation of output lengths (0: all 294 tokens). Simulates
-    ``EXPLORER_REQUESTS`` requests with chunked prefill on
-    :func:`explorer_replica` and returns p50, p99 and p99.9 of TTFT and TPOT.
+    ``EXPLORER_REQUESTS`` requests (the draw :data:`EXPLORER_SEED`) with chunked
+    prefill on :func:`explorer_replica` and returns p50, p99 and p99.9 of TTFT and TPOT.
 
     Raises ``ValueError`` naming the argument for a load outside [:data:`MIN_LOAD`, 2], a batch
     limit below 1 or a negative spread.
@@ -572,8 +572,8 @@ def tail_explorer_compute(load: float = 0.7, max_batch: int = 256, output_cv: fl
     load = checks.real("load", load, low=MIN_LOAD, high=2.0)
     max_batch = checks.whole("max_batch", max_batch)
     output_cv = round(checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV), 3)
-    rate = load * saturation_rate_per_s(max_batch, output_cv, seed)
-    requests = _explorer_requests(output_cv, seed).at_rate(rate)
+    rate = load * saturation_rate_per_s(max_batch, output_cv, EXPLORER_SEED)
+    requests = _explorer_requests(output_cv, EXPLORER_SEED).at_rate(rate)
     sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))
     run = simulate(explorer_replica(), requests, sch)
     percentiles = {f"{metric}_p{q:g}": run.percentile(metric, q)
@@ -582,63 +582,3 @@ def tail_explorer_compute(load: float = 0.7, max_batch: int = 256, output_cv: fl
     mean_batch = float(np.sum(run.e2e_s) / run.makespan_s)  # Little's law
     return TailView(float(load), rate, np.sort(run.ttft_s), np.sort(tpot[np.isfinite(tpot)]),
                     percentiles, run.throughput_tok_s, mean_batch)
-
-
-def _tail_render_factory(ax_ttft, ax_tpot):
-    artists = {}
-    for ax, metric, label in ((ax_ttft, "ttft", "time to first token (s, log scale)"),
-                              (ax_tpot, "tpot", "time per output token (ms)")):
-        (line,) = ax.plot([1e-3, 1], [0, 1], color=PALETTE[0], lw=2)
-        marks = [ax.axvline(1, color=PALETTE[k + 1], ls="--", lw=1, label=name)
-                 for k, name in enumerate(("p50", "p99", "p99.9"))]
-        if metric == "ttft":
-            ax.set_xscale("log")
-        ax.set_xlabel(label)
-        ax.set_ylim(0, 1.02)
-        artists[metric] = (line, marks)
-    ax_ttft.set_ylabel("share of requests at or below")
-    ax_tpot.legend(loc="center right", fontsize=8)
-    label_kind(ax_tpot, "modelled")
-
-    def render(view: TailView) -> str:
-        for metric, ax, scale in (("ttft", ax_ttft, 1.0), ("tpot", ax_tpot, 1e3)):
-            values = (view.ttft_sorted_s if metric == "ttft" else view.tpot_sorted_s) * scale
-            line, marks = artists[metric]
-            line.set_data(values, np.arange(1, len(values) + 1) / len(values))
-            for mark, q in zip(marks, ("p50", "p99", "p99.9"), strict=True):
-                x = view.percentiles[f"{metric}_{q}"] * scale
-                mark.set_xdata([x, x])
-            if metric == "ttft":
-                ax.set_xlim(values[0] * 0.8, values[-1] * 1.25)
-            else:
-                ax.set_xlim(0, values[-1] * 1.1)
-        p = view.percentiles
-        return (f"Load {view.load:.2f} of saturation ({view.rate_per_s:.1f} requests/s): "
-                f"{view.throughput_tok_s:,.0f} tok/s, {view.mean_batch:.0f} requests in flight "
-                f"on average. TTFT p50 {p['ttft_p50']:.2f} s, p99 {p['ttft_p99']:.2f} s, "
-                f"p99.9 {p['ttft_p99.9']:.2f} s; TPOT p50 {p['tpot_p50'] * 1e3:.0f} ms, "
-                f"p99 {p['tpot_p99'] * 1e3:.0f} ms, p99.9 {p['tpot_p99.9'] * 1e3:.0f} ms.")
-
-    return render
-
-
-@register("batch_tail", kind="simulation", chapter="03_batching")
-def tail_explorer() -> Explorer:
-    """Sliders: offered load, batch limit, spread of output lengths.
-
-    Used in chapter 'Batching'.
-    """
-    import ipywidgets as w
-
-    controls = {
-        "load": w.FloatSlider(value=0.7, min=0.1, max=1.2, step=0.05, description="load"),
-        "max_batch": w.IntSlider(value=256, min=8, max=512, step=8, description="max batch"),
-        "output_cv": w.FloatSlider(value=1.0, min=0.0, max=2.0, step=0.1,
-                                   description="output spread"),
-    }
-    fig, (ax_ttft, ax_tpot) = figure(1, 2, figsize=(9, 3.6))
-    render = _tail_render_factory(ax_ttft, ax_tpot)
-    defaults = {name: control.value for name, control in controls.items()}
-    _freeze_layout(fig, render, tail_explorer_compute(**defaults))
-    plt.close(fig)
-    return Explorer(tail_explorer_compute, render, controls, fig)

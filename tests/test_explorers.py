@@ -175,6 +175,20 @@ def test_chapter_one_explorers_open_on_the_chapters_puzzle(built_book):
     assert point["ttft_for_target_ms"][0] == pytest.approx(answers["pd_ttft_185_ms"])
 
 
+@pytest.mark.build
+def test_the_tail_explorer_opens_on_the_load_the_chapter_reads(built_book):
+    """Section 'Load and the tail' reads its tail at load 0.9, batch limit 256, output
+    spread 1: the explorer opens there, on the same simulated run."""
+    answers = glued(built_book, "03_batching")
+    tail = REGISTRY["batch_tail"]
+    run = tail.tables_at(**tail.defaults())["run"]
+    assert run["ttft_p99"][0] == pytest.approx(answers["batch_tail_ttft99_09"])
+    assert run["ttft_p99"][0] / run["ttft_p50"][0] == pytest.approx(
+        answers["batch_tail_ttft_ratio_09"])
+    assert run["tpot_p50"][0] * 1e3 == pytest.approx(answers["batch_tail_tpot50_09"])
+    assert run["tpot_p99"][0] * 1e3 == pytest.approx(answers["batch_tail_tpot99_09"])
+
+
 # ---------------------------------------------------------------------- the site
 
 
