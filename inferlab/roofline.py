@@ -14,7 +14,7 @@ Two ideas, one module:
 
 SI units throughout: bytes, seconds, FLOP, bytes per second, FLOP per second.
 The pure functions of the chapter's two explorers are at the bottom of the module;
-the explorers themselves are in :mod:`inferlab.explorers.bandwidth`.
+the explorers themselves are in ``inferlab.explorers.bandwidth``.
 
 Used in chapter 'The memory-bandwidth floor'; the batching chapter reuses the
 floor functions.

@@ -27,11 +27,15 @@ from inferlab.explorers.site import LIMIT_BYTES
 logger = logging.getLogger(__name__)
 
 BUNDLE = "explorers/vega.js"
+
+# The site's builders. Others that write HTML (the lecture decks' revealjs) show no
+# explorer: they need neither the grid nor the script.
+SITE_BUILDERS = ("html", "dirhtml", "singlehtml")
 _SIZE = re.compile(r'class="inferlab-explorer" data-explorer="([^"]+)" data-bytes="(\d+)"')
 
 
 def _site_mode(app) -> None:
-    if app.builder.format != "html":
+    if app.builder.name not in SITE_BUILDERS:
         return
     from inferlab.explorers.vega import bundle
 
@@ -44,7 +48,7 @@ def _site_mode(app) -> None:
 
 def _scripts(app, pagename, templatename, context, doctree) -> None:
     found = _SIZE.findall(context.get("body", ""))
-    if app.builder.format != "html" or not found:
+    if app.builder.name not in SITE_BUILDERS or not found:
         return
     total = sum(int(size) for _, size in found)
     logger.info(f"explorers: {pagename} carries {total:,} bytes of explorer data "
@@ -59,7 +63,7 @@ def _scripts(app, pagename, templatename, context, doctree) -> None:
 
 
 def _write_bundle(app, exception) -> None:
-    if exception is not None or app.builder.format != "html":
+    if exception is not None or app.builder.name not in SITE_BUILDERS:
         return
     from inferlab.explorers.vega import bundle
 
