@@ -53,7 +53,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from inferlab import checks, specs
@@ -61,9 +60,7 @@ from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
 from inferlab.feasibility import Infeasible, Layout, layout
 from inferlab.mlperf import MLPERF_PER_USER_TOK_S as MLPERF_PER_USER_TOK_S
 from inferlab.parallel import allreduce_s
-from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.roofline import params_read, sustained_flop_per_s
-from inferlab.widgets import Explorer, _freeze_layout, register
 
 #: All-reduces per layer in a tensor-parallel transformer — after attention and after the MLP
 #: (Megatron-LM, Shoeybi et al. 2019).
@@ -538,11 +535,10 @@ def interactivity_front(
 
 
 # --------------------------------------------------------------------------------------
-# Explorer: the throughput-interactivity curve
+# The curve explorer's function (the explorer is inferlab.explorers.throughput)
 # --------------------------------------------------------------------------------------
 
 CURVE_CHIPS = ("NVIDIA H100 SXM", "NVIDIA H200 SXM", "NVIDIA B200")
-
 
 
 @dataclass(frozen=True)
@@ -585,65 +581,3 @@ def curve_explorer_compute(
                              for name, bound in MLPERF_PER_USER_TOK_S.items()}
                 for front in fronts}
     return CurveView(fronts, at_bound)
-
-
-def _curve_render_factory(ax):
-    lines = [ax.plot([1], [1], color=PALETTE[k], lw=2, label=chip.replace("NVIDIA ", ""))[0]
-             for k, chip in enumerate(CURVE_CHIPS)]
-    markers = [ax.plot([1, 1], [1, 1], "o", color=PALETTE[k], ms=6)[0]
-               for k in range(len(CURVE_CHIPS))]
-    for name, bound in MLPERF_PER_USER_TOK_S.items():
-        ax.axvline(bound, color="0.4", ls="--", lw=1)
-        ax.annotate(f"MLPerf {name}\n{1000 / bound:.0f} ms/token", (bound, 1.0),
-                    xycoords=("data", "axes fraction"), xytext=(4, -4),
-                    textcoords="offset points", va="top", fontsize=8, color="0.3")
-    ax.set_xscale("log")
-    ax.set_xlim(2, 400)
-    ax.set_xlabel("interactivity: tokens per second per user")
-    ax.set_ylabel("tokens per second per GPU")
-    ax.legend(loc="lower left", fontsize=8)
-    label_kind(ax, "modelled")
-
-    def render(view: CurveView) -> str:
-        top = 0.0
-        for line, marker, front in zip(lines, markers, view.fronts, strict=True):
-            line.set_data(front.per_user_tok_s, front.per_chip_tok_s)
-            bounds = list(MLPERF_PER_USER_TOK_S.values())
-            values = [view.at_bound[front.chip][name] for name in MLPERF_PER_USER_TOK_S]
-            xs = [max(front.per_user_tok_s[front.per_chip_tok_s >= v].min(), b)
-                  if v else b for b, v in zip(bounds, values, strict=True)]
-            marker.set_data(xs, values)
-            top = max(top, float(front.per_chip_tok_s.max()))
-        ax.set_ylim(0, top * 1.1)
-        parts = [f"{chip.replace('NVIDIA ', '')}: {view.at_bound[chip]['Server']:,.0f} -> "
-                 f"{view.at_bound[chip]['Interactive']:,.0f} tok/s/GPU "
-                 f"({view.drop(chip):.0%} drop)" for chip in CURVE_CHIPS]
-        return "Server bound -> Interactive bound. " + "; ".join(parts)
-
-    return render
-
-
-@register("batch_curve", kind="analytic", chapter="03_batching")
-def curve_explorer() -> Explorer:
-    """Sliders: precision, prompt and output length, efficiency, per-step overhead.
-
-    Used in chapter 'Batching'.
-    """
-    import ipywidgets as w
-
-    controls = {
-        "precision": w.Dropdown(options=["fp8", "fp16", "int4"], value="fp8",
-                                description="precision"),
-        "prompt_tokens": w.IntSlider(value=300, min=16, max=4096, step=16, description="prompt"),
-        "output_tokens": w.IntSlider(value=294, min=16, max=4096, step=16, description="output"),
-        "efficiency": w.FloatSlider(value=0.65, min=0.1, max=1.0, step=0.05,
-                                    description="efficiency"),
-        "step_overhead_ms": w.FloatSlider(value=1.0, min=0.0, max=20.0, step=0.5,
-                                          description="overhead ms"),
-    }
-    fig, ax = figure(figsize=(7.5, 4.2))
-    render = _curve_render_factory(ax)
-    defaults = {name: control.value for name, control in controls.items()}
-    _freeze_layout(fig, render, curve_explorer_compute(**defaults))
-    plt.close(fig)
-    return Explorer(curve_explorer_compute, render, controls, fig)

@@ -189,6 +189,20 @@ def test_the_tail_explorer_opens_on_the_load_the_chapter_reads(built_book):
     assert run["tpot_p99"][0] * 1e3 == pytest.approx(answers["batch_tail_tpot99_09"])
 
 
+@pytest.mark.build
+def test_the_curve_explorer_opens_on_the_fronts_the_chapter_reads(built_book):
+    """Section 'The throughput-interactivity curve' reads each chip's throughput at both
+    bounds at the explorer's defaults: the explorer's first picture says the same."""
+    answers = glued(built_book, "03_batching")
+    curve = REGISTRY["batch_curve"]
+    summary = curve.tables_at(**curve.defaults())["summary"]
+    for chip, server, inter in zip(summary["chip"], summary["server"], summary["interactive"],
+                                   strict=True):
+        key = chip.split()[0].lower()
+        assert server == pytest.approx(answers[f"batch_curve_{key}_server"]), chip
+        assert inter == pytest.approx(answers[f"batch_curve_{key}_inter"]), chip
+
+
 # ---------------------------------------------------------------------- the site
 
 
@@ -340,7 +354,7 @@ MODEL_MODULES = ["bisection", "calibration", "capacity", "checks", "choosing", "
 #: Modules whose explorers are still on the legacy path: they import ipywidgets and pyplot
 #: until their explorers are ported (issue 16). Strict, so a port must remove its module.
 NOT_YET_PORTED = {"choosing", "endpoint_metrics", "loadgen", "predict", "simulator",
-                  "speculative", "steptime", "token_counts"}
+                  "speculative", "token_counts"}
 
 
 @pytest.mark.parametrize("module", [
