@@ -36,7 +36,6 @@ from inferlab.data import DATA_DIR
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.progress import progress
 from inferlab.tokenizers import available_tokenizers, get_tokenizer
-from inferlab.widgets import Explorer, register
 
 TEXTS_DIR = DATA_DIR / "texts"
 
@@ -374,54 +373,14 @@ def draw_pieces(ax, text: str, tokenizers: Sequence[str] | None = None) -> list[
     return rows
 
 
-@register("tok_pieces", "analytic", "04_tokenizers")
-def pieces_explorer() -> Explorer:
-    """Type any text: token counts per tokenizer (bars) and the coloured pieces.
+#: The pieces explorer's menu entry for every tokenizer at once.
+ALL_TOKENIZERS = "all"
 
-    A view over :func:`compare_pieces`. Used in chapter 'Tokenizers'.
+
+def pieces_explorer_compute(text: str, tokenizer: str = ALL_TOKENIZERS) -> list[dict]:
+    """The pieces explorer's pure function: :func:`compare_pieces` of ``text`` under one
+    tokenizer, or under every one for :data:`ALL_TOKENIZERS`.
+
+    Used in chapter 'Tokenizers' (the ``tok_pieces`` explorer).
     """
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-
-    from inferlab.plotting import figure, label_kind
-
-    names = available_tokenizers()
-    controls = {
-        "text": w.Textarea(
-            value="The ferry leaves the north bank at 6:00, even in fog. Die Fähre fährt.",
-            description="text", layout=w.Layout(width="95%", height="5em")),
-        "tokenizers": w.SelectMultiple(options=names, value=names, description="tokenizers",
-                                       rows=len(names)),
-    }
-    fig, ax = figure(figsize=(7, 2.8))
-    bars = ax.barh(list(names), [0] * len(names), color="#2166ac")
-    labels = [ax.text(0, i, "", va="center", fontsize=9) for i in range(len(names))]
-    ax.invert_yaxis()
-    ax.set_xlabel("tokens")
-    label_kind(ax, "measured")
-    plt.close(fig)
-    shown = w.HTML()
-
-    def compute(text: str, tokenizers: Sequence[str]) -> dict:
-        return {"chars": len(text), "rows": compare_pieces(text, tokenizers)}
-
-    def render(result: dict) -> str:
-        rows = result["rows"]
-        by_name = {row["tokenizer"]: row for row in rows}
-        top = max([row["tokens"] for row in rows] + [1])
-        for i, name in enumerate(names):
-            row = by_name.get(name)
-            bars[i].set_width(row["tokens"] if row else 0)
-            bars[i].set_alpha(1.0 if row else 0.2)
-            labels[i].set_x((row["tokens"] if row else 0) + top * 0.01)
-            labels[i].set_text(
-                f"{row['tokens']}  ({row['chars_per_token']:.2f} chars/token)"
-                if row and row["tokens"] else ("0" if row else ""))
-        ax.set_xlim(0, top * 1.45)
-        shown.value = pieces_html(rows)
-        return (f"{result['chars']} characters; white space shown as · (space) "
-                "and ↵ (newline).")
-
-    explorer = Explorer(compute, render, controls, fig)
-    explorer.widget.children = (*explorer.widget.children, shown)
-    return explorer
+    return compare_pieces(text, None if tokenizer == ALL_TOKENIZERS else [tokenizer])

@@ -203,6 +203,13 @@ def test_the_curve_explorer_opens_on_the_fronts_the_chapter_reads(built_book):
         assert inter == pytest.approx(answers[f"batch_curve_{key}_inter"]), chip
 
 
+def test_the_pieces_explorer_opens_on_the_sentence_of_the_chapters_figure():
+    from inferlab.explorers import tokenization
+
+    assert f"SENTENCE = {tokenization.SENTENCE!r}" in chapter_text(REGISTRY["tok_pieces"])
+    assert REGISTRY["tok_pieces"].defaults()["text"] == tokenization.SENTENCE
+
+
 # ---------------------------------------------------------------------- the site
 
 
@@ -354,7 +361,7 @@ MODEL_MODULES = ["bisection", "calibration", "capacity", "checks", "choosing", "
 #: Modules whose explorers are still on the legacy path: they import ipywidgets and pyplot
 #: until their explorers are ported (issue 16). Strict, so a port must remove its module.
 NOT_YET_PORTED = {"choosing", "endpoint_metrics", "loadgen", "predict", "simulator",
-                  "speculative", "token_counts"}
+                  "speculative"}
 
 
 @pytest.mark.parametrize("module", [

@@ -10,7 +10,6 @@ import pytest
 
 from inferlab import token_counts as tc
 from inferlab.tokenizers import available_tokenizers, get_tokenizer
-from inferlab.widgets import REGISTRY
 
 
 @pytest.fixture(scope="module")
@@ -219,13 +218,12 @@ def test_pieces_html_escapes_and_shows_white_space():
     assert "·" in out and "↵" in out
 
 
-def test_explorer_is_registered_and_updates():
-    assert REGISTRY["tok_pieces"].kind == "analytic"
-    assert REGISTRY["tok_pieces"].chapter == "04_tokenizers"
-    explorer = tc.pieces_explorer()
-    text = explorer.update(text="The ferry leaves at six.", tokenizers=("llama2", "o200k_base"))
-    assert "24 characters" in text
+def test_the_explorers_function_cuts_under_one_tokenizer_or_all():
+    every = tc.pieces_explorer_compute("The ferry leaves at six.")
+    assert [row["tokenizer"] for row in every] == list(available_tokenizers())
+    (one,) = tc.pieces_explorer_compute("The ferry leaves at six.", "llama2")
+    assert one == every[available_tokenizers().index("llama2")]
     with pytest.raises(ValueError, match="text"):
-        explorer.update(text="", tokenizers=available_tokenizers())
-    with pytest.raises(ValueError, match="tokenizers"):
-        explorer.update(text="x", tokenizers=())
+        tc.pieces_explorer_compute("")
+    with pytest.raises(ValueError, match="tokenizer"):
+        tc.pieces_explorer_compute("x", "no such tokenizer")
