@@ -40,8 +40,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferlab import checks
-from inferlab.timing import freeze_layout
-from inferlab.widgets import Explorer, register
 
 #: The chapter that explains speculative decoding and shows its explorer (the same
 #: name as ``inferlab.choosing.CHAPTER``, which this light module does not import).
@@ -208,66 +206,3 @@ def best_draft_tokens(acceptance_rate: float, draft_cost_ratio: float,
     top = _draft_tokens("max_draft_tokens", max_draft_tokens)
     ks = np.arange(top + 1)
     return int(np.argmax(speedup_curve(a, ks, c)))
-
-
-@register("hw_speculative", "analytic", chapter=CHAPTER)
-def speculative_explorer(base_decode_tok_per_s: float = 450.0, max_draft_tokens: int = 12,
-                         reported_tok_per_s: float | None = None) -> Explorer:
-    """Explorer: speed-up against draft length, for one acceptance rate and draft cost.
-
-    Sliders: acceptance rate a, draft tokens k, draft cost ratio c. The curve is the
-    speed-up for k = 0..``max_draft_tokens``; the marker is the chosen k. If
-    ``reported_tok_per_s`` is given, a line marks the speed-up that figure claims
-    over ``base_decode_tok_per_s``. A view over :func:`speculative_decoding`.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-
-    from inferlab.plotting import KIND_COLORS, figure, label_kind
-
-    base = checks.positive("base_decode_tok_per_s", base_decode_tok_per_s)
-    top = _draft_tokens("max_draft_tokens", max_draft_tokens)
-    ks = np.arange(top + 1)
-    fig, ax = figure(figsize=(7.5, 4.0))
-    (curve,) = ax.plot([], [], "-", color=KIND_COLORS["modelled"], label="modelled speed-up")
-    (point,) = ax.plot([], [], "o", color=KIND_COLORS["modelled"], markersize=9)
-    ax.axhline(1.0, color="#888888", linewidth=1)
-    kinds = ["modelled"]
-    claimed = 1.0
-    if reported_tok_per_s is not None:
-        claimed = checks.positive("reported_tok_per_s", reported_tok_per_s) / base
-        ax.axhline(claimed, color=KIND_COLORS["reported"], linestyle="--", linewidth=1,
-                   label=f"claimed: {reported_tok_per_s:,.0f} / {base:,.0f} tok/s")
-        kinds.append("reported")
-    ax.set_xlim(0, top)
-    ax.set_ylim(0, top + 1)
-    ax.set_xlabel("draft tokens per cycle, k")
-    ax.set_ylabel("speed-up over plain decoding")
-    ax.legend(loc="upper left", fontsize=8)
-    label_kind(ax, *kinds)
-    freeze_layout(fig)
-    plt.close(fig)
-
-    def compute(acceptance_rate, draft_tokens, draft_cost_ratio):
-        return speculative_decoding(acceptance_rate, draft_tokens, draft_cost_ratio, base)
-
-    def render(estimate: SpeculativeEstimate) -> str:
-        gains = speedup_curve(estimate.acceptance_rate, ks, estimate.draft_cost_ratio)
-        curve.set_data(ks, gains)
-        point.set_data([estimate.draft_tokens], [estimate.speedup])
-        ax.set_ylim(0, max(max(gains), claimed) * 1.15)
-        return (f"a={estimate.acceptance_rate:.2f}, k={estimate.draft_tokens}, "
-                f"c={estimate.draft_cost_ratio:.2f}: {estimate.expected_tokens_per_step:.2f} "
-                f"tokens per target pass, speed-up {estimate.speedup:.2f}x, "
-                f"{base:,.0f} -> {estimate.decode_tok_per_s:,.0f} tok/s")
-
-    controls = {
-        "acceptance_rate": w.FloatSlider(value=0.8, min=0.0, max=1.0, step=0.01,
-                                         description="acceptance a"),
-        "draft_tokens": w.IntSlider(value=4, min=0, max=top, description="draft tokens k"),
-        "draft_cost_ratio": w.FloatSlider(value=0.05, min=0.0, max=1.0, step=0.01,
-                                          description="draft cost c"),
-    }
-    return Explorer(compute, render, controls, fig)

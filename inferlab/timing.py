@@ -263,17 +263,6 @@ def words_per_minute(tok_per_s: float, words_per_token: float) -> float:
 # --- explorers' functions ----------------------------------------------------------------------
 
 
-def freeze_layout(fig) -> None:
-    """Lay ``fig`` out once with its layout engine, then keep those positions.
-
-    An explorer's axes do not move when a slider does, so recomputing the
-    constrained layout on every redraw (about a third of the redraw time) buys
-    nothing. Call it after setting the widest tick labels the figure will show.
-    """
-    fig.draw_without_rendering()
-    fig.set_layout_engine("none")
-
-
 #: Assumed queue wait and prefill rate of the timeline explorer (illustrative, not Groq's).
 TIMELINE_QUEUE_S = 0.05
 TIMELINE_PREFILL_TOK_PER_S = 3000.0

@@ -268,12 +268,3 @@ def test_the_explorers_functions_give_the_chapters_example_and_reject_bad_values
     assert r.rate_with_ttft_tok_per_s == pytest.approx(193.4, abs=0.05)
     assert r.target_tok_per_s == 185.05
     assert r.ttft_for_target_s * 1000 == pytest.approx(255, abs=0.5)
-
-
-def test_the_speculative_explorer_is_registered():
-    import inferlab.speculative  # noqa: F401  (registers its explorer)
-    from inferlab import choosing
-    from inferlab.widgets import REGISTRY
-
-    assert REGISTRY["hw_speculative"].kind == "analytic"
-    assert REGISTRY["hw_speculative"].chapter == choosing.CHAPTER

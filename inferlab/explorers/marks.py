@@ -22,3 +22,13 @@ def badge(*kinds: str, width: int):
         align="right", baseline="top", fontSize=9, fontWeight="bold", color=KIND_COLORS[kind],
         text=kind.upper(), x=width - 4, y=4 + 14 * i) for i, kind in enumerate(kinds)]
     return alt.layer(*marks)
+
+
+def text_line(chart, expression: str, *, width: int):
+    """A line of text under a chart: ``expression`` (Vega) over the one row of ``chart``,
+    ``width`` pixels wide, as every explorer writes its numbers out in words."""
+    import altair as alt
+
+    return chart.mark_text(align="left", baseline="top", fontSize=12).encode(
+        x=alt.value(0), y=alt.value(0), text="line:N",
+    ).transform_calculate(line=expression).properties(width=width, height=16)

@@ -19,7 +19,7 @@ import numpy as np
 from inferlab import timing
 from inferlab.data import result
 from inferlab.explorers.base import Explorer, Slider, register
-from inferlab.explorers.marks import badge
+from inferlab.explorers.marks import badge, text_line
 from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "01_prefill_decode"
@@ -90,9 +90,7 @@ def _timeline_chart(part):
         width=_WIDTH, height=220)
 
     def line(expression: str):
-        return clocks.mark_text(align="left", baseline="top", fontSize=12).encode(
-            x=alt.value(0), y=alt.value(0), text="line:N",
-        ).transform_calculate(line=expression).properties(width=_WIDTH, height=16)
+        return text_line(clocks, expression, width=_WIDTH)
 
     text = alt.vconcat(
         line("'TTFT ' + format(datum.ttft_ms, ',.0f') + ' ms, then ' + "
@@ -173,16 +171,13 @@ def _reconcile_chart(part):
     plot = alt.layer(curve, decode, room, point, squares, names,
                      badge("modelled", "reported", width=_WIDTH)).properties(
         width=_WIDTH, height=260)
-    text = part("point").mark_text(align="left", baseline="top", fontSize=12).encode(
-        x=alt.value(0), y=alt.value(0), text="line:N",
-    ).transform_calculate(line="format(datum.output_tokens, ',') + ' tokens at TTFT ' + "
-                               "format(datum.ttft_ms, ',.0f') + ' ms and decode ' + "
-                               "format(datum.decode_tok_per_s, ',.0f') + ' tok/s: ' + "
-                               "format(datum.rate, ',.1f') + ' tok/s with TTFT' + "
-                               "(isValid(datum.ttft_for_target_ms) ? '; a TTFT of ' + "
-                               "format(datum.ttft_for_target_ms, ',.0f') + ' ms would give "
-                               "exactly ' + format(datum.target_tok_per_s, ',.0f') : '')"
-    ).properties(width=_WIDTH, height=16)
+    text = text_line(part("point"), "format(datum.output_tokens, ',') + ' tokens at TTFT ' + "
+                     "format(datum.ttft_ms, ',.0f') + ' ms and decode ' + "
+                     "format(datum.decode_tok_per_s, ',.0f') + ' tok/s: ' + "
+                     "format(datum.rate, ',.1f') + ' tok/s with TTFT' + "
+                     "(isValid(datum.ttft_for_target_ms) ? '; a TTFT of ' + "
+                     "format(datum.ttft_for_target_ms, ',.0f') + ' ms would give "
+                     "exactly ' + format(datum.target_tok_per_s, ',.0f') : '')", width=_WIDTH)
     return alt.vconcat(plot, text, spacing=10)
 
 
