@@ -66,13 +66,11 @@ from functools import cache
 from types import MappingProxyType
 from typing import NamedTuple
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from inferlab import checks
 from inferlab.bisection import highest_passing, least_integer
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
-from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
 from inferlab.progress import progress
 from inferlab.simulator import (
     EXPLORER_EFFICIENCY,
@@ -84,7 +82,6 @@ from inferlab.simulator import (
 )
 from inferlab.steptime import Replica, replica
 from inferlab.traffic import Lengths, Requests
-from inferlab.widgets import Explorer, _freeze_layout, register
 
 #: LoadGen's scenarios as this module names them ("Interactive" is Server with tighter bounds).
 SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")
@@ -1180,59 +1177,3 @@ def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") 
 @cache
 def _cached_system() -> System:
     return example_system()
-
-
-def _server_render_factory(ax_ttft, ax_tpot):
-    artists = {}
-    for metric, ax, unit in (("ttft", ax_ttft, "s"), ("tpot", ax_tpot, "ms")):
-        (line,) = ax.plot([], [], color=PALETTE[0], lw=2)
-        bound = ax.axvline(1, color=KIND_COLORS["reported"], ls="--", lw=1.5, label="bound")
-        p99 = ax.axvline(1, color="0.3", ls=":", lw=1.5, label="p99 (LoadGen)")
-        ax.axhline(0.99, color="0.6", lw=0.8)
-        ax.set_ylim(0, 1.02)
-        ax.set_ylabel("share of queries")
-        ax.set_xlabel(f"{metric.upper()} ({unit})")
-        ax.legend(fontsize=8, loc="lower right")
-        artists[metric] = (line, bound, p99)
-    label_kind(ax_tpot, "modelled")
-
-    def render(view: ServerView) -> str:
-        for metric, ax, scale in (("ttft", ax_ttft, 1.0), ("tpot", ax_tpot, 1e3)):
-            values = (view.ttft_sorted_s if metric == "ttft" else view.tpot_sorted_s) * scale
-            line, bound, p99 = artists[metric]
-            line.set_data(values, np.arange(1, len(values) + 1) / len(values))
-            limit = (view.limit.ttft_s if metric == "ttft" else view.limit.tpot_s) * scale
-            summary = view.summary
-            mark = (summary.ttft_p99_s if metric == "ttft" else summary.tpot_p99_s) * scale
-            bound.set_xdata([limit, limit])
-            p99.set_xdata([mark, mark])
-            ax.set_xlim(0, max(limit, mark, values[-1]) * 1.08)
-        s = view.summary
-        verdict = "VALID" if s.valid else "INVALID: " + "; ".join(s.reasons)
-        return (f"{view.scenario} at {view.rate_per_s:.1f} queries/s ({s.queries:,} queries, "
-                f"{s.rules.min_duration_s:.0f} s minimum): {s.result:,.0f} tok/s, "
-                f"p99 TTFT {s.ttft_p99_s * 1e3:,.0f} ms, p99 TPOT {s.tpot_p99_s * 1e3:.1f} ms. "
-                f"{verdict}.")
-
-    return render
-
-
-@register("scen_server", kind="simulation", chapter="05_scenarios")
-def server_explorer() -> Explorer:
-    """Slider: target rate; menu: Server or Interactive bounds.
-
-    Used in chapter 'Benchmark scenarios'.
-    """
-    import ipywidgets as w
-
-    controls = {
-        "rate_per_s": w.FloatSlider(value=60.0, min=5.0, max=130.0, step=2.5,
-                                    description="queries/s"),
-        "scenario": w.Dropdown(options=list(BOUNDED_SCENARIOS), value="Server",
-                               description="scenario"),
-    }
-    fig, (ax_ttft, ax_tpot) = figure(1, 2, figsize=(9, 3.4))
-    render = _server_render_factory(ax_ttft, ax_tpot)
-    _freeze_layout(fig, render, server_explorer_compute())
-    plt.close(fig)
-    return Explorer(server_explorer_compute, render, controls, fig)

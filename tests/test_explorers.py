@@ -211,6 +211,17 @@ def test_the_pieces_explorer_opens_on_the_sentence_of_the_chapters_figure():
 
 
 @pytest.mark.build
+def test_the_server_explorer_opens_on_the_rate_the_chapter_reads(built_book):
+    """Section 'Searching for the Server rate' reads its sweep at 120 queries per second
+    under the Server bounds: the explorer opens on that trial."""
+    answers = glued(built_book, "05_scenarios")
+    server = REGISTRY["scen_server"]
+    trial = server.compute(**server.defaults()).summary
+    assert trial.ttft_p99_s * 1e3 == pytest.approx(answers["scen_sweep_120_ttft_ms"])
+    assert trial.tpot_p99_s * 1e3 == pytest.approx(answers["scen_sweep_120_tpot_ms"])
+
+
+@pytest.mark.build
 def test_the_speculative_explorer_opens_on_the_sections_worked_example(built_book):
     """Section 'Speculative decoding' works acceptance 0.8 and four draft tokens over
     Cerebras's launch rate: the explorer's first point is that estimate."""
@@ -371,7 +382,7 @@ MODEL_MODULES = ["bisection", "calibration", "capacity", "checks", "choosing", "
 
 #: Modules whose explorers are still on the legacy path: they import ipywidgets and pyplot
 #: until their explorers are ported (issue 16). Strict, so a port must remove its module.
-NOT_YET_PORTED = {"choosing", "endpoint_metrics", "loadgen", "predict", "simulator"}
+NOT_YET_PORTED = {"choosing"}
 
 
 @pytest.mark.parametrize("module", [

@@ -9,11 +9,9 @@ and outputs spread with a coefficient of variation of 1.
 
 from __future__ import annotations
 
-import numpy as np
-
 from inferlab import simulator
 from inferlab.explorers.base import Explorer, Slider, register
-from inferlab.explorers.marks import badge
+from inferlab.explorers.marks import badge, distribution
 from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "03_batching"
@@ -21,29 +19,16 @@ MS = 1e3
 
 # ---------------------------------------------------------------------- the tail
 
-#: The shares of requests at which the distributions are drawn: every two per cent,
-#: then closer in the tail the percentiles mark. The full 2,000 sorted values per
-#: metric would weigh the page fifty times more and draw the same curve.
-_TAIL_SHARES = np.concatenate([np.arange(0.02, 0.981, 0.02), [0.99, 0.995, 0.999, 1.0]])
-
 _PERCENTILES = ("p50", "p99", "p99.9")
 
 _TAIL_WIDTH, _TAIL_HEIGHT = 270, 220
 
 
-def _distribution(sorted_values: np.ndarray, scale: float) -> dict:
-    """Points of the empirical distribution of ``sorted_values`` at :data:`_TAIL_SHARES`:
-    the value the ``k``-th fastest request reached, and ``k / n``."""
-    n = len(sorted_values)
-    ranks = np.unique(np.clip(np.ceil(_TAIL_SHARES * n).astype(int), 1, n))
-    return {"value": sorted_values[ranks - 1] * scale, "share": ranks / n}
-
-
 def _tail_tables(view: simulator.TailView) -> dict[str, dict]:
     p = view.percentiles
     return {
-        "ttft": _distribution(view.ttft_sorted_s, 1.0),
-        "tpot": _distribution(view.tpot_sorted_s, MS),
+        "ttft": distribution(view.ttft_sorted_s),
+        "tpot": distribution(view.tpot_sorted_s, MS),
         "ttft_marks": {"percentile": list(_PERCENTILES),
                        "value": [p[f"ttft_{q}"] for q in _PERCENTILES]},
         "tpot_marks": {"percentile": list(_PERCENTILES),
@@ -60,16 +45,18 @@ def _tail_chart(part):
 
     marks = alt.Scale(domain=list(_PERCENTILES), range=PALETTE[1:4])
     # Room above 100 % for the badge, which the curves would otherwise run into.
+    # The rules name the axis too: Vega-Lite merges the layers' axes, and one without
+    # values can thin the labels out.
+    axis = alt.Axis(format=".0%", values=[0, 0.2, 0.4, 0.6, 0.8, 1])
     share = alt.Y("share:Q", title="share of requests at or below",
-                  scale=alt.Scale(domain=[0, 1.1]),
-                  axis=alt.Axis(format=".0%", values=[0, 0.2, 0.4, 0.6, 0.8, 1]))
+                  scale=alt.Scale(domain=[0, 1.1]), axis=axis)
 
     def panel(name: str, title: str, scale, axis):
         x = alt.X("value:Q", title=title, scale=scale, axis=axis)
         curve = part(name).mark_line(color=KIND_COLORS["modelled"], strokeWidth=2).encode(
             x=x, y=share)
         rules = part(f"{name}_marks").mark_rule(strokeDash=[4, 3], strokeWidth=1.5).encode(
-            x=x, y=alt.datum(0), y2=alt.datum(1),
+            x=x, y=alt.YDatum(0, axis=axis), y2=alt.datum(1),
             color=alt.Color("percentile:N", scale=marks, title=None,
                             legend=alt.Legend(orient="top", direction="horizontal")),
             tooltip=[alt.Tooltip("percentile:N"),

@@ -1,4 +1,6 @@
-"""Marks every explorer's chart shares: the badge that says where its numbers come from.
+"""What several explorers' charts share: the badge that says where their numbers come
+from, a line of text under a chart, and the points a latency distribution is drawn
+through.
 
 The same rule as the static figures (:func:`inferlab.plotting.label_kind`): a chart is
 labelled measured, modelled or reported in its top-right corner, in the kind's colour.
@@ -6,7 +8,26 @@ labelled measured, modelled or reported in its top-right corner, in the kind's c
 
 from __future__ import annotations
 
+import numpy as np
+
 from inferlab.plotting import KIND_COLORS
+
+#: The shares of requests at which a latency distribution is drawn: every two per cent,
+#: then closer in the tail a 99th or 99.9th percentile marks. The tens of thousands of
+#: sorted values of a run would weigh a page hundreds of times more, for the same curve.
+DISTRIBUTION_SHARES = np.concatenate([np.arange(0.02, 0.981, 0.02), [0.99, 0.995, 0.999, 1.0]])
+
+
+def distribution(sorted_values, scale: float = 1.0) -> dict[str, np.ndarray]:
+    """Points of the empirical distribution of ``sorted_values`` (increasing) at about
+    :data:`DISTRIBUTION_SHARES`: the value the ``k``-th fastest of ``n`` reached, times
+    ``scale``, and the share ``k / n`` at or below it."""
+    values = np.asarray(sorted_values, dtype=float)
+    n = len(values)
+    if n == 0:
+        raise ValueError("sorted_values: give at least one value")
+    ranks = np.unique(np.clip(np.ceil(DISTRIBUTION_SHARES * n).astype(int), 1, n))
+    return {"value": values[ranks - 1] * scale, "share": ranks / n}
 
 
 def badge(*kinds: str, width: int):
