@@ -482,7 +482,9 @@ class Reason:
     """One reason for or against a family, with the number behind it.
 
     ``value`` and ``unit`` are the number; ``computed_by`` names the function of the
-    book that computed it; ``passes`` says whether this reason counts for the family.
+    book that computed it; ``passes`` says whether this reason counts for the family;
+    ``label`` says it in a few words with its number, short enough for a figure's cell
+    (chapter 'Choosing hardware' shows the first reason against each family that way).
     """
 
     text: str
@@ -490,6 +492,7 @@ class Reason:
     unit: str
     computed_by: str
     passes: bool
+    label: str
 
     def __str__(self) -> str:
         mark = "+" if self.passes else "-"
@@ -606,30 +609,38 @@ def node_daily_tokens(model: str, precision: str, context_tokens: int) -> float:
 
 def _speed(floor: FamilyFloor, need: float) -> Reason:
     attainable = floor.ceiling_tok_s * ATTAINABLE_FRACTION
+    fast = attainable >= need
     return Reason(f"{floor.ceiling_name} x {ATTAINABLE_FRACTION:g} on {floor.chips_used} x "
                   f"{floor.chip}, bound by {floor.binds}, vs {need:g} tok/s needed",
-                  attainable, "tok/s per user", "parallel.chip_spread", attainable >= need)
+                  attainable, "tok/s per user", "parallel.chip_spread", fast,
+                  label=f"{'fast enough' if fast else 'too slow'}: {attainable:,.0f} of "
+                        f"{need:,.0f} tok/s")
 
 
 def _holds(floor: FamilyFloor, context_tokens: int) -> Reason:
     return Reason(f"weights ({floor.weight_bytes / 1e9:,.0f} GB) and one {context_tokens:,}-token "
                   f"request need {floor.chips_to_hold} chip(s); {floor.chips_used} used",
-                  floor.chips_to_hold, "chips", "feasibility.layout", floor.fits_node)
+                  floor.chips_to_hold, "chips", "feasibility.layout", floor.fits_node,
+                  label=f"weights fit {floor.chips_to_hold:,} of {floor.chips_used:,} chips"
+                  if floor.fits_node else
+                  f"needs {floor.chips_to_hold:,} chips, has {floor.chips_used:,}")
 
 
 def _refused(refusal: Infeasible, chips: int) -> Reason:
     return Reason(f"does not fit ({refusal.kind}): {refusal}", chips, "chips needed",
-                  "feasibility.layout", False)
+                  "feasibility.layout", False, label=f"does not fit ({refusal.kind})")
 
 
 def _tail(family: str, allowed: float) -> Reason:
     ratio, kind = tail_ratio(family)
     if math.isnan(ratio):
         return Reason("no published or modelled tail for this family: test it yourself",
-                      ratio, "p99/p50 TPOT", "none", False)
+                      ratio, "p99/p50 TPOT", "none", False, label="no tail figure to check")
     source = "simulator.simulate" if kind == "modelled" else "Groq's claim (reported)"
+    within = ratio <= allowed
     return Reason(f"p99/p50 time per output token ({kind}) within {allowed:g}", ratio,
-                  "p99/p50 TPOT", source, ratio <= allowed)
+                  "p99/p50 TPOT", source, within,
+                  label=f"tail p99/p50 {ratio:.2f} {'within' if within else 'over'} {allowed:g}")
 
 
 def _compile(workload: Workload) -> Reason:
@@ -638,7 +649,8 @@ def _compile(workload: Workload) -> Reason:
                   f"month (at an assumed {COMPILE_S_PER_SHAPE / 60:g} min per shape) within "
                   f"{MAX_COMPILE_FRACTION:.0%} of the month", cost.fraction_of_month,
                   "of the month", "choosing.recompile_cost",
-                  cost.fraction_of_month <= MAX_COMPILE_FRACTION)
+                  cost.fraction_of_month <= MAX_COMPILE_FRACTION,
+                  label=f"compiling takes {cost.fraction_of_month:.1%} of the month")
 
 
 def decide(workload: Workload | None = None, **values) -> Decision:
@@ -697,7 +709,7 @@ def decide(workload: Workload | None = None, **values) -> Decision:
         if family == "dataflow" and workload.tail_ratio_max >= gpu_ratio:
             reasons[-1] = Reason("tail bound is loose (no family's tail matters)",
                                  workload.tail_ratio_max, "p99/p50 TPOT allowed",
-                                 "simulator.simulate", True)
+                                 "simulator.simulate", True, label="tail bound is loose")
         if NEEDS_COMPILE[family]:
             reasons.append(_compile(workload))
         if family == "fixed-function":
@@ -707,21 +719,26 @@ def decide(workload: Workload | None = None, **values) -> Decision:
             reasons.append(Reason(f"volume fills one node (capacity {capacity:,.3g} tok/day) "
                                   f"to at least {MIN_NODE_UTILISATION:.0%}", share,
                                   "of a node", "choosing.node_daily_tokens",
-                                  share >= MIN_NODE_UTILISATION))
+                                  share >= MIN_NODE_UTILISATION,
+                                  label=f"volume fills {share:.0%} of one node"))
             top = SIM_FIXED_SHAPE.prompt_buckets[-1]
             prompt = workload.prompt
             capped = Lengths(prompt.mean_tokens, prompt.cv, prompt.min_tokens,
                              min(prompt.max_tokens or top, top))
             waste = padding_waste(capped, SIM_FIXED_SHAPE.prompt_buckets, n=4000)
             reasons.append(Reason("prefill tokens computed as padding (a cost, not a rule)",
-                                  waste.fraction, "of prefill", "choosing.padding_waste", True))
+                                  waste.fraction, "of prefill", "choosing.padding_waste", True,
+                                  label=f"{waste.fraction:.0%} of prefill is padding"))
         if family in ("lpu", "dataflow"):
             faster = need > gpu_attainable
             tighter = workload.tail_ratio_max < gpu_ratio
             reasons.append(Reason(f"needs what a GPU node cannot give (speed above "
                                   f"{gpu_attainable:,.0f} tok/s or tail below {gpu_ratio:.2f})",
                                   hold, "chip(s) per copy",
-                                  "feasibility.fewest_chips", faster or tighter))
+                                  "feasibility.fewest_chips", faster or tighter,
+                                  label=f"{hold:,} chips a copy; a GPU node would do"
+                                  if not (faster or tighter) else
+                                  f"gives what a GPU cannot, {hold:,} chips a copy"))
         verdicts.append(Verdict(family, floor, tuple(reasons)))
     return Decision(workload, tuple(verdicts))
 

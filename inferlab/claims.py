@@ -171,7 +171,7 @@ def omission_evidence() -> pd.DataFrame:
         if pair is None:
             continue
         high, low = (result(row_id) for row_id in pair)
-        rows.append({"fact": name, "higher": high["id"], "lower": low["id"],
+        rows.append({"fact": name, "higher": row_name(high), "lower": row_name(low),
                      "higher value": high["value"], "lower value": low["value"],
                      "ratio": high["value"] / low["value"]})
     return pd.DataFrame(rows)
@@ -241,8 +241,25 @@ def claim_from_result(row: dict | str) -> Claim:
     if found:
         facts["precision"] = found.group(1)
     value = float(row["value"])
-    return Claim(label=str(row.get("id", system)), value=value, unit=str(row.get("unit", "")),
-                 **facts)
+    return Claim(label=row_name(row) if "date_or_round" in row else str(row.get("id", system)),
+                 value=value, unit=str(row.get("unit", "")), **facts)
+
+
+def row_name(row: dict | str) -> str:
+    """A row of ``data/results.csv`` as a reader names it: who, which model, under what,
+    when ("NVIDIA DGX B200, Llama 2 70B, MLPerf Offline, v5.0"). Its id is a name for
+    code, not for a table a reader sees.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    row = result(row) if isinstance(row, str) else dict(row)
+    # The system's parenthesis is detail (the engine, a release's changes), except
+    # whether it decoded speculatively, which tells two rows of one endpoint apart.
+    system = re.sub(r" \([^)]*\)", "", str(row["system"]))
+    if re.search(r"specdec|speculative decoding", str(row["system"]), flags=re.I):
+        system += " with speculative decoding"
+    when = str(row["date_or_round"]).replace("MLPerf Inference ", "")
+    return f"{system}, {row['model']}, {row['scenario']}, {when}"
 
 
 def cards_table(ids) -> pd.DataFrame:
@@ -254,7 +271,7 @@ def cards_table(ids) -> pd.DataFrame:
     rows = []
     for row_id in ids:
         one = card(claim_from_result(row_id))
-        rows.append({"id": row_id, "value": one.claim.value, "unit": one.claim.unit,
+        rows.append({"claim": one.claim.label, "value": one.claim.value, "unit": one.claim.unit,
                      "chips": one.claim.chip_count, "per chip": one.per_chip,
                      "audited": one.claim.audited or "not stated",
                      "facts stated": len(one.stated), "missing": ", ".join(one.missing)})

@@ -723,9 +723,8 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
         for verdict in early:
             if not verdict.passed:
                 reasons.append(f"early stopping on {verdict.metric.upper()}: "
-                               f"{verdict.overlatency:,} of {n:,} queries over the bound "
-                               f"needs {verdict.needed:,} queries "
-                               f"({verdict.more_queries:,} more)")
+                               f"{verdict.overlatency:,} of {n:,} over the bound; needs "
+                               f"{verdict.needed:,} ({verdict.more_queries:,} more)")
         # LoadGen's "Completed tokens per second": every token over the time at which the
         # last *scheduled* query finished (final_query_all_samples_done_time in
         # loadgen/results.cc), not the latest finish of any query.

@@ -1,10 +1,14 @@
 """The book's plotting style, and the badge that says where a figure's numbers come from.
 
-Every figure in the book is one of three kinds, and says so in its corner:
+Every figure in the book is one of three kinds, and says so in a badge above its
+top-right corner:
 
 - **measured**: timed on the machine that ran the page (yours, if you run it);
 - **modelled**: computed by the book's formulas or simulator;
 - **reported**: someone's published claim, with its source and whether it was audited.
+
+Every figure made with :func:`figure` is checked against the book's figure rules
+whenever it is drawn (:mod:`inferlab.figure_rules`).
 
 Used by every chapter.
 """
@@ -15,8 +19,9 @@ import math
 
 import matplotlib as mpl
 import matplotlib.pyplot as plt
+from matplotlib.transforms import Bbox
 
-from inferlab import checks
+from inferlab import checks, figure_rules
 
 #: The most panels a figure has along either side. Ten panels across a page are each
 #: narrower than their tick labels, and a grid of thousands takes minutes to lay out.
@@ -60,41 +65,61 @@ def use_style() -> None:
 
 
 def label_kind(ax, *kinds: str) -> None:
-    """Write the figure's kinds ("measured", "modelled", "reported") in the axes' top-right corner.
+    """Badge the axes with the figure's kinds ("measured", "modelled", "reported").
 
-    A figure that sets a model beside a published claim names both, e.g.
-    ``label_kind(ax, "modelled", "reported")``.
+    The badges sit in a row above the axes' top-right corner, above its titles when it
+    has any, so they can never cover data, a legend inside the axes or a title; the
+    layout makes room for them. A figure that sets a model beside a published claim
+    names both, e.g. ``label_kind(ax, "modelled", "reported")``, read left to right.
     """
     if not kinds:
         raise ValueError(f"kinds: give at least one of {', '.join(KIND_COLORS)}")
     unknown = [kind for kind in kinds if kind not in KIND_COLORS]
     if unknown:
         raise ValueError(f"kinds: {unknown[0]!r} is not one of {', '.join(KIND_COLORS)}")
-    for offset, kind in enumerate(reversed(kinds)):
-        ax.annotate(
-            kind.upper(),
-            xy=(1.0, 1.0),
-            xycoords="axes fraction",
-            xytext=(-4, -4 - 14 * offset),
-            textcoords="offset points",
-            ha="right",
-            va="top",
-            fontsize=8,
-            fontweight="bold",
-            color="white",
+    # The rightmost badge hangs from the corner; each other one from its right-hand
+    # neighbour, so the row is as wide as its words whatever the font.
+    anchor, xy, offset = ("axes fraction", _TopOfTitles(ax)), (1.0, 1.0), (-2, 5)
+    for kind in reversed(kinds):
+        badge = ax.annotate(
+            kind.upper(), xy=xy, xycoords=anchor, xytext=offset, textcoords="offset points",
+            ha="right", va="bottom", fontsize=8, fontweight="bold", color="white",
+            annotation_clip=False,
             bbox={"boxstyle": "round,pad=0.25", "facecolor": KIND_COLORS[kind], "linewidth": 0},
         )
+        badge.set_gid(figure_rules.BADGE_GID)
+        anchor, xy, offset = badge, (0.0, 0.0), (-8, 0)
+
+
+class _TopOfTitles:
+    """The axes' box raised to the top of its titles, for a badge to stand on: called by
+    Matplotlib at draw time, when the titles have their final places."""
+
+    def __init__(self, ax):
+        self.ax = ax
+
+    def __call__(self, renderer):
+        top = self.ax.bbox.y1
+        # Matplotlib keeps the left and right titles only as private attributes.
+        for title in (self.ax.title, self.ax._left_title, self.ax._right_title):
+            if title.get_visible() and title.get_text():
+                top = max(top, title.get_window_extent(renderer).y1)
+        box = self.ax.bbox
+        return Bbox.from_extents(box.x0, box.y0, box.x1, top)
 
 
 def figure(nrows: int = 1, ncols: int = 1, **kwargs):
     """A new figure in the book's style: ``fig, ax = figure()``.
 
-    At most :data:`MAX_PANELS_PER_SIDE` rows and as many columns.
+    At most :data:`MAX_PANELS_PER_SIDE` rows and as many columns. The figure warns
+    when it is drawn if it breaks a figure rule (:func:`inferlab.figure_rules.watch`).
     """
     nrows = checks.whole("nrows", nrows, maximum=MAX_PANELS_PER_SIDE)
     ncols = checks.whole("ncols", ncols, maximum=MAX_PANELS_PER_SIDE)
     use_style()
-    return plt.subplots(nrows, ncols, layout="constrained", **kwargs)
+    fig, axes = plt.subplots(nrows, ncols, layout="constrained", **kwargs)
+    figure_rules.watch(fig)
+    return fig, axes
 
 
 def _plain_number(value: float, _position=None) -> str:

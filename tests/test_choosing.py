@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -174,6 +175,22 @@ def test_every_reason_carries_a_number_and_a_function():
             assert isinstance(reason.value, (float, int))
             assert reason.computed_by
         assert verdict.fits == (not verdict.against)
+
+
+@pytest.mark.parametrize("values", [{}, {"per_user_tok_s": 1000}, {"per_user_tok_s": 400,
+                                    "tail_ratio_max": 1.05},
+                                    {"model": "Llama 3.1 8B", "precision": "fp16",
+                                     "changes_per_month": 30, "tokens_per_day": 2e8}])
+def test_every_reason_says_in_words_what_decided_it(values):
+    # A figure cell shows the first reason against a family: words and a number, not
+    # the name of the function that computed it.
+    for verdict in decide(**values).verdicts:
+        for reason in verdict.reasons:
+            assert reason.label and len(reason.label) <= 48, reason.label
+            assert reason.computed_by not in reason.label
+            assert not re.search(r"\b[a-z]+\.[a-z_]+\b", reason.label), reason.label
+    slow = decide(per_user_tok_s=1000).verdicts[0].against[0]
+    assert slow.label.startswith("too slow:") and "1,000 tok/s" in slow.label
 
 
 def test_speed_rule_flips_at_the_attainable_ceiling():

@@ -75,6 +75,19 @@ def test_cards_table_counts_facts():
     assert list(table["facts stated"]) == [7, 2]
 
 
+def test_tables_name_rows_for_readers_not_by_id():
+    table = cl.cards_table(["mlperf-v5.0-nvidia-8xb200-offline", "groq-claim-l2-70b"])
+    assert list(table["claim"]) == ["NVIDIA DGX B200, Llama 2 70B, MLPerf Offline, v5.0",
+                                    "Groq API, Llama 2 70B, vendor claim, 2024"]
+    evidence = cl.omission_evidence()
+    shown = set(evidence["higher"]) | set(evidence["lower"])
+    assert not shown & set(load_table("results")["id"])
+    # One endpoint before and after speculative decoding: two names.
+    before, after = (cl.row_name(row_id) for row_id in
+                     ("aa-groq-l31-70b-before-specdec", "aa-groq-l31-70b-specdec"))
+    assert before != after and "speculative decoding" in after
+
+
 @pytest.mark.parametrize(("kwargs", "word"), [
     ({"value": -1.0}, "value"), ({"value": 5.0, "chip_count": 0}, "chip_count"),
     ({"value": 5.0, "audited": "maybe"}, "audited"),

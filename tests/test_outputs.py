@@ -1,0 +1,112 @@
+"""What the chapters print reads as a reader expects: rounded numbers, names, whole lines.
+
+Issue 18 found outputs such as 0.30000000000000004, DataFrames with a dozen significant
+digits, internal row ids in tables shown to readers and lines cut off at the right of
+the page. These tests read every output of every chapter in the strict build's executed
+notebooks (``build``): the printed text, the value a cell shows and the HTML of its
+tables. The page's output column holds :data:`OUTPUT_CHARS` characters of its
+monospace font; a longer line scrolls out of sight. ``tests/test_site.py`` checks the
+same in a browser, for the HTML tables too.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import pytest
+from conftest import ROOT
+
+from inferlab import figure_rules
+
+CHAPTERS = sorted(path.stem for path in (ROOT / "book").glob("[0-9][0-9]_*.md"))
+
+#: Characters of output that fit on one line of the page: the theme sets outputs in
+#: 14 px monospace (8.43 px a character) in a column 688 px wide less 16 px of padding
+#: a side at a 1,280 px window, measured in Chromium on the built site.
+OUTPUT_CHARS = 77
+
+#: A number printed as it was computed rather than as a reader needs it: six or more
+#: decimals (pandas' default float format shows six; 0.30000000000000004), or ten or
+#: more significant digits with a decimal point.
+UNROUNDED = re.compile(r"(?<![\w.])(?:\d+\.\d{6,}|(?=[\d.]{11,})\d+\.\d+)(?![\w.])")
+
+
+def _text_of(html_text: str) -> str:
+    without_style = re.sub(r"<style.*?</style>", " ", html_text, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", without_style))
+
+
+def shown(notebook: dict) -> list[tuple[int, str, str]]:
+    """Every output a reader sees, as ``(cell index, kind, text)``: streams, the text
+    of a value (its HTML's text when it has HTML, as the page shows that instead)."""
+    found = []
+    for index, cell in enumerate(notebook["cells"]):
+        if cell["cell_type"] != "code" or "remove-output" in cell["metadata"].get("tags", []) \
+                or "remove-cell" in cell["metadata"].get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            if output["output_type"] == "stream":
+                found.append((index, "text", "".join(output["text"])))
+            elif output["output_type"] in ("execute_result", "display_data"):
+                data = output["data"]
+                if "text/html" in data:
+                    found.append((index, "html", _text_of("".join(data["text/html"]))))
+                elif "text/plain" in data and not any(key.startswith("image/") for key in data):
+                    found.append((index, "text", "".join(data["text/plain"])))
+    return found
+
+
+def unrounded(text: str) -> list[str]:
+    return UNROUNDED.findall(text)
+
+
+def long_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if len(line) > OUTPUT_CHARS]
+
+
+def ids_in(text: str) -> list[str]:
+    return sorted({word for word in re.split(r"[\s,;()\[\]'\"]+", text)
+                   if word in figure_rules.row_ids()})
+
+
+def test_the_checks_catch_what_the_review_found():
+    assert unrounded("0.30000000000000004") == ["0.30000000000000004"]
+    assert unrounded("tpot 0.123457 s") == ["0.123457"]
+    assert unrounded("12345.678901") == ["12345.678901"]
+    assert unrounded("Llama 3.1 70B at 1,234.5 tok/s, 0.75 words, 2.1e-05, v5.0") == []
+    assert long_lines("x" * (OUTPUT_CHARS + 1) + "\nshort") == ["x" * (OUTPUT_CHARS + 1)]
+    assert ids_in("row mlperf-v5.0-nvidia-8xb200-offline, Llama 2 70B") == [
+        "mlperf-v5.0-nvidia-8xb200-offline"]
+
+
+def _notebook(built_book, chapter: str) -> dict:
+    path = built_book.html.parent / "jupyter_execute" / "book" / f"{chapter}.ipynb"
+    assert path.is_file(), f"{path}: not executed; the log ends:\n{built_book.log[-2000:]}"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_outputs_print_rounded_numbers(built_book, chapter):
+    bad = [(index, number) for index, _, text in shown(_notebook(built_book, chapter))
+           for number in unrounded(text)]
+    assert not bad, f"{chapter}: unrounded numbers (cell, number): {bad[:10]}"
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_printed_lines_fit_the_page(built_book, chapter):
+    bad = [(index, line) for index, kind, text in shown(_notebook(built_book, chapter))
+           if kind == "text" for line in long_lines(text)]
+    assert not bad, (f"{chapter}: lines longer than {OUTPUT_CHARS} characters "
+                     f"(cell, line): {bad[:5]}")
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_outputs_name_rows_not_ids(built_book, chapter):
+    bad = [(index, ids) for index, _, text in shown(_notebook(built_book, chapter))
+           if (ids := ids_in(text))]
+    assert not bad, f"{chapter}: internal row ids shown to readers (cell, ids): {bad[:5]}"
