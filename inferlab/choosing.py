@@ -53,7 +53,7 @@ from inferlab.capacity import (
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible, Layout, fewest_chips, layout
 from inferlab.parallel import ChipSpread, chip_spread
-from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind
+from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.simulator import (
     EXPLORER_OUTPUT_MEAN,
     EXPLORER_PROMPT,
@@ -1566,66 +1566,6 @@ def decide_explorer_compute(model: str = "Llama 3.1 70B", precision: str = "fp8"
     return decide(model=model, precision=precision, per_user_tok_s=per_user_tok_s,
                   tail_ratio_max=tail_ratio_max, changes_per_month=changes_per_month,
                   tokens_per_day=10.0**volume)
-
-
-def _decide_render_factory(ax):
-    y = np.arange(len(FAMILIES))
-    bars = ax.barh(y, np.ones(len(FAMILIES)), color=PALETTE[0])
-    need = ax.axvline(1.0, color=KIND_COLORS["reported"], linestyle="--", label="needed")
-    ax.set_yticks(y, [FAMILY_LABELS[f] for f in FAMILIES])
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlim(1, 1e6)
-    ax.set_xlabel("attainable single-stream tok/s per user (log)")
-    ax.legend(loc="lower right", fontsize=8)
-    label_kind(ax, "modelled")
-    texts = [ax.text(1.2, i, "", va="center", fontsize=8, color="white", fontweight="bold")
-             for i in y]
-
-    def render(decision: Decision) -> str:
-        for bar, text, verdict in zip(bars, texts, decision.verdicts, strict=True):
-            floor = verdict.floor
-            bar.set_width(floor.ceiling_tok_s * ATTAINABLE_FRACTION if floor else 1.0)
-            bar.set_color(PALETTE[2] if verdict.fits else "#999999")
-            text.set_text("fits" if verdict.fits else verdict.against[0].text[:48])
-        need.set_xdata([decision.workload.per_user_tok_s] * 2)
-        lines = []
-        for verdict in decision.verdicts:
-            lines.append(f"{FAMILY_LABELS[verdict.family]}: "
-                         + ("fits" if verdict.fits else "ruled out by "
-                            + "; ".join(str(r) for r in verdict.against)))
-        return " | ".join(lines)
-
-    return render
-
-
-@register("hw_decide", "simulation", CHAPTER)
-def decide_explorer() -> Explorer:
-    """Sliders: model, precision, speed per user, tail bound, change rate, volume.
-
-    A simulation explorer: :func:`decide` reads the tails of :func:`latency_spread`,
-    which runs the serving simulator (once; it is cached).
-    """
-    import ipywidgets as w
-
-    controls = {
-        "model": w.Dropdown(options=specs.models(), value="Llama 3.1 70B", description="model"),
-        "precision": w.Dropdown(options=["fp16", "fp8", "int8", "int4"], value="fp8",
-                                description="precision"),
-        "per_user_tok_s": w.FloatLogSlider(value=50, base=10, min=0, max=4, step=0.05,
-                                           description="tok/s/user"),
-        "tail_ratio_max": w.FloatSlider(value=3.0, min=1.0, max=5.0, step=0.05,
-                                        description="p99/p50 max"),
-        "changes_per_month": w.FloatSlider(value=1.0, min=0, max=60, step=0.5,
-                                           description="changes/mo"),
-        "log10_tokens_per_day": w.FloatSlider(value=9.0, min=6.0, max=12.0, step=0.1,
-                                              description="log10 tok/day"),
-    }
-    fig, ax = figure(figsize=(8, 3.2))
-    render = _decide_render_factory(ax)
-    render(decide_explorer_compute(**{k: c.value for k, c in controls.items()}))
-    plt.close(fig)
-    return Explorer(decide_explorer_compute, render, controls, fig)
 
 
 # --------------------------------------------------------------------------------------

@@ -49,7 +49,7 @@ def _server_tables(view: loadgen.ServerView) -> dict[str, dict]:
 def _server_chart(part):
     import altair as alt
 
-    lines = alt.Scale(domain=list(_LINES), range=[KIND_COLORS["reported"], "#4d4d4d"])
+    colours = alt.Scale(domain=list(_LINES), range=[KIND_COLORS["reported"], "#4d4d4d"])
     dashes = alt.Scale(domain=list(_LINES), range=[[6, 3], [2, 2]])
     legend = alt.Legend(orient="top", direction="horizontal", title=None)
     # Every layer names the axis: Vega-Lite merges the layers' axes, and one without
@@ -67,7 +67,7 @@ def _server_chart(part):
             y=alt.YDatum(0.99, axis=axis))
         marks = part(f"{name}_lines").mark_rule(strokeWidth=1.5).encode(
             x=x, y=alt.YDatum(0, axis=axis), y2=alt.datum(1),
-            color=alt.Color("line:N", scale=lines, legend=legend),
+            color=alt.Color("line:N", scale=colours, legend=legend),
             strokeDash=alt.StrokeDash("line:N", scale=dashes, legend=legend),
             tooltip=[alt.Tooltip("line:N", title="line"),
                      alt.Tooltip("value:Q", title=title, format=",.4~r")])
