@@ -7,6 +7,7 @@ build fails and names the fault: a build that could not fail would test nothing.
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -111,3 +112,24 @@ def test_strict_build_fails_on(fault, tmp_path):
     build = _one_page_book(tmp_path, body)
     assert build.returncode != 0, f"the build passed despite {fault}"
     assert evidence in build.log, build.log[-3000:]
+
+
+def test_strict_build_fails_on_a_figure_that_breaks_a_figure_rule(tmp_path):
+    # inferlab.figure_rules warns when a watched figure is drawn; the warning is the
+    # cell's only stderr, and the build fails on it.
+    build = _one_page_book(tmp_path, """\
+        # Page
+        ```{code-cell} ipython3
+        from inferlab.plotting import figure, label_kind
+        fig, ax = figure()
+        ax.bar(["a", "b"], [1.05, 1.17])
+        ax.set_ylim(0.9, 1.2)
+        label_kind(ax, "modelled")
+        ```
+        """)
+    assert build.returncode != 0, "the build passed despite a bar axis starting at 0.9"
+    assert "stderr was found in the cell outputs" in build.log, build.log[-3000:]
+    executed = build.html.parent / "jupyter_execute" / "book" / "page.ipynb"
+    stderr = ["".join(output["text"]) for cell in json.loads(executed.read_text())["cells"]
+              for output in cell.get("outputs", []) if output.get("name") == "stderr"]
+    assert any("FigureRuleWarning" in text and "above zero" in text for text in stderr), stderr
