@@ -418,6 +418,8 @@ def test_every_input_of_an_explorer_moves_its_figure_offline(browser, site, name
     tab.on("pageerror", lambda error: errors.append(str(error)))
     try:
         tab.goto(site.url(page), wait_until="load")
+        # An explorer is drawn when it comes near the window (book/_static/explorers.js).
+        tab.locator(f'.inferlab-explorer[data-explorer="{name}"]').scroll_into_view_if_needed()
         tab.wait_for_selector(f'.inferlab-explorer[data-explorer="{name}"] .vega-bindings',
                               state="attached")
         spec = json.loads(tab.locator(f'.inferlab-explorer[data-explorer="{name}"] '

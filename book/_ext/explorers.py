@@ -6,8 +6,9 @@
   then), where a reader's kernel gives a live view and computes no grid.
 - ``_static/explorers/vega.js`` is written from the pinned ``vl-convert-python``
   (:func:`inferlab.explorers.vega.bundle`, which refuses a bundle whose sha256 was not
-  recorded), and a page that shows an explorer loads it, ``_static/explorers.js`` and
-  ``_static/explorers.css``.
+  recorded). A page that shows an explorer loads ``_static/explorers.js`` and
+  ``_static/explorers.css``; the script loads the bundle when the first explorer comes
+  near the window, and draws each explorer then.
 - Each page's explorer data is logged, and a page carrying more than
   :data:`inferlab.explorers.site.LIMIT_BYTES` fails the build.
 """
@@ -56,8 +57,8 @@ def _scripts(app, pagename, templatename, context, doctree) -> None:
     if total > LIMIT_BYTES:
         raise ExtensionError(f"{pagename}: its explorers carry {total:,} bytes of data, "
                              f"more than {LIMIT_BYTES:,}; give their controls smaller grids")
-    # Modules run in order after the page is parsed: the bundle defines vegaEmbed first.
-    app.add_js_file(BUNDLE, type="module")
+    # A module, so that it can find the bundle beside itself; it loads the bundle only
+    # when an explorer comes near the window.
     app.add_js_file("explorers.js", type="module")
     app.add_css_file("explorers.css")
 
