@@ -127,6 +127,10 @@ def test_controls_are_the_functions_arguments_with_defaults_on_the_grid(name):
         assert control.default in control.site_values
         if isinstance(control, Slider):
             assert control.minimum <= min(control.grid) <= max(control.grid) <= control.maximum
+            # Else the notebook's slider snaps it to a step and opens off the text.
+            assert control.default_on_a_step, (
+                f"{name}: {control.name}'s default {control.default!r} is between the "
+                f"slider's steps of {control.step!r} from {control.minimum!r}")
         if isinstance(control, Choice):
             assert set(control.site_values) <= set(control.options)
         assert isinstance(control, Slider | Choice | Text)

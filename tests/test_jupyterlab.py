@@ -17,6 +17,8 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import jupyterlab_driver as lab  # noqa: E402
 
+from inferlab.explorers import registered_explorers  # noqa: E402
+
 pytestmark = pytest.mark.browser
 
 CHAPTER = ROOT / "book" / "02_bandwidth_floor.md"
@@ -33,6 +35,10 @@ def test_chapter_two_runs_in_jupyterlab_and_its_explorer_recomputes(browser):
             after = lab.svg(page, "bw_floor")
         finally:
             page.close()
+    # It opened on its defaults (a slider snapping its default to a step would not).
+    floor = registered_explorers()["bw_floor"]
+    step = floor.tables_at(**floor.defaults())["step"]
+    assert f"floor {step['floor_ms'][0]:.2f} ms" in before
     assert ms is not None and after != before, "moving the batch slider changed nothing"
     # Batch 17 is on no grid of the site's: the kernel computed it.
     assert "17 request(s)" in after and "16 request(s)" in before

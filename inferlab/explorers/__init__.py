@@ -18,9 +18,10 @@ from inferlab.explorers.base import (
     Explorer,
     Slider,
     Text,
+    log_range,
     register,
     registered_explorers,
 )
 
-__all__ = ["KINDS", "REGISTRY", "SITE_ENV", "Choice", "Explorer", "Slider", "Text", "register",
-           "registered_explorers"]
+__all__ = ["KINDS", "REGISTRY", "SITE_ENV", "Choice", "Explorer", "Slider", "Text", "log_range",
+           "register", "registered_explorers"]

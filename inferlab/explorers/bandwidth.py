@@ -19,7 +19,7 @@ import numpy as np
 
 from inferlab import roofline, specs
 from inferlab.capacity import BYTES_PER_PARAM, KIB, default_kv_precision, kv_bytes_per_token
-from inferlab.explorers.base import Choice, Explorer, Slider, register
+from inferlab.explorers.base import Choice, Explorer, Slider, log_range, register
 from inferlab.explorers.marks import badge
 from inferlab.plotting import KIND_COLORS, PALETTE
 
@@ -142,7 +142,8 @@ def floor_explorer() -> Explorer:
         name="bw_floor", kind="analytic", chapter=CHAPTER,
         compute=roofline.floor_explorer_compute, tables=_floor_tables, chart=_floor_chart,
         controls=(
-            Slider("params_b", "parameters (billions)", 1, 1000, 0.01,
+            Slider("params_b", "parameters (billions)",
+                   *log_range(_L2_70B.params_total / 1e9, 1, 1000, 0.01), 0.01,
                    default=_L2_70B.params_total / 1e9, log=True,
                    grid=(1, 8, _L2_70B.params_total / 1e9, 405), glued="bw_l2_70b_params_b"),
             Choice("precision", "precision of the weights", tuple(BYTES_PER_PARAM),

@@ -99,6 +99,21 @@ class Slider:
             raise ValueError(f"{self.name}: grid {self.grid!r} leaves the slider's range")
 
     @property
+    def default_on_a_step(self) -> bool:
+        """Whether the notebook's slider can show the default exactly.
+
+        The slider snaps its value to ``minimum + k x step`` as it is drawn, so a default
+        between two steps opens the explorer off the text (550 shown as 551). Move
+        ``minimum`` or ``step`` to put it on one (:func:`log_range` does it for a log
+        slider); ``tests/test_explorers.py`` checks every slider.
+        """
+        if self.log:
+            steps = (math.log10(self.default) - math.log10(self.minimum)) / self.step
+        else:
+            steps = (self.default - self.minimum) / self.step
+        return abs(steps - round(steps)) <= 1e-6
+
+    @property
     def whole(self) -> bool:
         """Whether every value is a whole number (an ``int``)."""
         return all(isinstance(n, int) for n in
@@ -108,6 +123,19 @@ class Slider:
     def site_values(self) -> tuple[float, ...]:
         """The values the site offers: the grid."""
         return self.grid
+
+
+def log_range(default: float, low: float, high: float, step: float) -> tuple[float, float]:
+    """The ends of a log slider nearest ``low`` and ``high`` that put ``default`` on one
+    of its steps of ``step`` (in log10): ``minimum`` and ``maximum`` for :class:`Slider`.
+
+    ``log_range(68.976648192, 1, 1000, 0.01)`` is about ``(0.997, 997.0)``: each end moves
+    by less than a step, and the slider opens on Llama 2 70B's exact size.
+    """
+    centre = math.log10(default)
+    below = round((centre - math.log10(low)) / step)
+    above = round((math.log10(high) - centre) / step)
+    return default / 10 ** (below * step), default * 10 ** (above * step)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,7 @@ def records(table: dict[str, np.ndarray]) -> list[dict]:
 def widget(control) -> w.ValueWidget:
     """The ipywidget for a control, its label shown whole."""
     style = {"description_width": "initial"}
-    layout = w.Layout(width="auto", min_width="22em")
+    layout = w.Layout(width="auto", min_width="22em", margin="0 1.5em 0.2em 0")
     if isinstance(control, Text):
         return w.Textarea(value=control.default, description=control.label, style=style,
                           layout=w.Layout(width="95%", height="5em"))
@@ -105,7 +105,7 @@ class LiveView:
             control.observe(lambda _: self.refresh(), names="value")
         self._grey_out()
         box = w.Box(list(self.controls.values()),
-                    layout=w.Layout(display="flex", flex_flow="row wrap", gap="0 1.5em"))
+                    layout=w.Layout(display="flex", flex_flow="row wrap"))
         self.widget = w.VBox([box, self.view])
         self.widget.add_class("inferlab-explorer")
         self.widget.add_class(f"inferlab-explorer-{explorer.name}")
