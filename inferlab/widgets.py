@@ -1,4 +1,8 @@
-"""The widget pattern: a slider panel as a thin view over a tested pure function.
+"""The legacy widget pattern: a slider panel over a tested pure function, drawn by matplotlib.
+
+Explorers are moving to ``inferlab.explorers`` (issue 16), which draws one Vega-Lite
+chart both in the notebook and on the site; this module keeps the explorers not yet
+moved working until they are, and goes when the last one has.
 
 An :class:`Explorer` holds three things:
 
@@ -12,10 +16,10 @@ An :class:`Explorer` holds three things:
 When a slider moves, the explorer computes first and draws only if that
 succeeded; a ``ValueError`` replaces the figure with its message, so nothing
 half-computed is shown. :meth:`Explorer.update` does the same work without
-widgets, which is what ``benchmarks/widgets.py`` times.
+widgets, which is what the tests call.
 
 Factories that build the book's explorers are registered with :func:`register`,
-so the benchmark can list every widget in the book. On the static site a slider
+so the tests can list every widget still here. On the static site a slider
 cannot recompute, so chapters tag the explorer's cell ``remove-output`` and show
 a sweep of the same ``compute`` beside it (see "How to use this book").
 """
