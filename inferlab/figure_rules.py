@@ -42,7 +42,8 @@ from inferlab import checks
 #: The ``gid`` of every badge :func:`inferlab.plotting.label_kind` draws.
 BADGE_GID = "inferlab-kind-badge"
 
-#: Area (square pixels) below which two boxes only touch: rounding, not an overlap.
+#: The least overlap of two boxes, in square pixels, that counts as one covering the
+#: other; less is rounding where they touch.
 TOUCH_PX2 = 1.0
 
 
