@@ -336,5 +336,10 @@ def reconcile_explorer_compute(output_tokens: int = 150, ttft_s: float = 0.22,
     published median (record ``RECONCILE_TARGET``) as the target.
     Used in chapter 'Prefill and decode'.
     """
-    return reconcile(output_tokens, ttft_s, decode_tok_per_s,
-                     target_tok_per_s=_reconcile_target_tok_per_s())
+    target = _reconcile_target_tok_per_s()
+    # No wait brings a decode rate at or below the target up to it: say so, rather than
+    # show a wait of "nan" for the target.
+    if checks.positive("decode_tok_per_s", decode_tok_per_s) <= target:
+        raise ValueError(f"decode_tok_per_s: {decode_tok_per_s:g} tok/s cannot average "
+                         f"{target:g} tok/s whatever the wait; give more than {target:g}")
+    return reconcile(output_tokens, ttft_s, decode_tok_per_s, target_tok_per_s=target)

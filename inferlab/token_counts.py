@@ -383,4 +383,7 @@ def pieces_explorer_compute(text: str, tokenizer: str = ALL_TOKENIZERS) -> list[
 
     Used in chapter 'Tokenizers' (the ``tok_pieces`` explorer).
     """
-    return compare_pieces(text, None if tokenizer == ALL_TOKENIZERS else [tokenizer])
+    if tokenizer == ALL_TOKENIZERS:
+        return compare_pieces(text, None)
+    checks.option("tokenizer", tokenizer, (*available_tokenizers(), ALL_TOKENIZERS))
+    return compare_pieces(text, [tokenizer])

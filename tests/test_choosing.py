@@ -25,7 +25,6 @@ from inferlab.choosing import (
 from inferlab.feasibility import Infeasible, fewest_chips
 from inferlab.simulator import FixedShape
 from inferlab.traffic import Lengths
-from inferlab.widgets import REGISTRY
 
 
 def test_groq_chip_counts_match_the_bandwidth_chapter():
@@ -247,21 +246,6 @@ def test_row_above_ceiling_with_weights_in_hbm_means_speculation():
     assert check_row("Llama 3.3 70B", "LPU", 1000).verdict == VERDICTS[2]
     with pytest.raises(ValueError, match="hardware_family"):
         check_row("Llama 3.3 70B", "quantum", 10)
-
-
-def test_explorer_registered_and_redraws():
-    # Its speed is measured by benchmarks/explorers.py once it is ported, not asserted here.
-    entry = REGISTRY["hw_decide"]
-    # decide reads latency_spread's simulated tails, so the explorer is a simulation.
-    assert entry.chapter == "07_choosing_hardware" and entry.kind == "simulation"
-    explorer = entry.factory()
-    explorer.update(**explorer.values())
-    text = explorer.update(model="Llama 3.1 8B", precision="fp16", per_user_tok_s=100.0,
-                           tail_ratio_max=1.5, changes_per_month=4.0,
-                           log10_tokens_per_day=9.0)
-    assert "GPU" in text
-    with pytest.raises(ValueError, match="per_user_tok_s"):
-        explorer.update(**{**explorer.values(), "per_user_tok_s": -1.0})
 
 
 def test_families_have_reference_chips():

@@ -9,15 +9,19 @@ with no error in the browser's console. The benchmark that times such moves is
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 
 import pytest
 from conftest import ROOT
 
-sys.path.insert(0, str(ROOT / "benchmarks"))
-import jupyterlab_driver as lab  # noqa: E402
+from inferlab.explorers import registered_explorers
 
-from inferlab.explorers import registered_explorers  # noqa: E402
+# Loaded by its path: putting benchmarks/ on sys.path would let its tokenizers.py shadow
+# Hugging Face's tokenizers package for every test that imports it later.
+_spec = importlib.util.spec_from_file_location("jupyterlab_driver",
+                                               ROOT / "benchmarks" / "jupyterlab_driver.py")
+lab = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(lab)
 
 pytestmark = pytest.mark.browser
 

@@ -14,6 +14,10 @@ jupyter-book 1.x loads say neither way, and both are safe:
 - sphinx-jupyterbook-latex 1.0 adds nodes and transforms that act for LaTeX
   builders only, and keeps nothing in the environment.
 
+The workers share one jupyter-cache database, and two processes creating its
+tables at once fail ("table settings already exists"): the main process creates
+it before they start.
+
 And Sphinx 7.4 hands each worker a run of consecutive documents (half of them
 each, for two workers): the seven chapters sort before the appendices, so one
 worker would get every chapter. Handing out one document at a time instead lets
@@ -31,10 +35,19 @@ def _one_document_a_chunk(docnames, nproc, maxbatch=10):
     return [[name] for name in docnames]
 
 
+def _create_execution_cache(app, env, docnames):
+    from jupyter_cache import get_cache
+
+    path = getattr(getattr(env, "mystnb_config", None), "execution_cache_path", "")
+    if path:
+        get_cache(path).list_cache_records()  # opening the database creates its tables
+
+
 def setup(app):
     for name in SAFE_UNDECLARED:
         app.setup_extension(name)
         app.extensions[name].parallel_read_safe = True
     # The builder calls this name for reading and for writing; both are safe per page.
     sphinx.builders.make_chunks = _one_document_a_chunk
+    app.connect("env-before-read-docs", _create_execution_cache)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
