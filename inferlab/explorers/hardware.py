@@ -15,7 +15,7 @@ import math
 import textwrap
 
 from inferlab import choosing, specs
-from inferlab.explorers.base import Choice, Explorer, Slider, register
+from inferlab.explorers.base import Choice, Explorer, Slider, log_range, register
 from inferlab.explorers.marks import badge
 from inferlab.plotting import KIND_COLORS, PALETTE
 
@@ -97,13 +97,17 @@ def decide_explorer() -> Explorer:
         controls=(
             # The workload's volume and change rate first: they decide between families
             # only while the others leave the choice open.
-            Slider("log10_tokens_per_day", "output tokens per day (log10)", 6.0, 12.0, 0.1,
+            # Ends a whole number of steps from the chat service's volume (about 6 and
+            # 12), so that the slider opens on it rather than snapping to 9.7.
+            Slider("log10_tokens_per_day", "output tokens per day (log10)",
+                   _CHAT_VOLUME - 3.7, _CHAT_VOLUME + 2.3, 0.1,
                    default=_CHAT_VOLUME, grid=(8.0, _CHAT_VOLUME, 10.7)),
             Slider("changes_per_month", "model changes per month", 0.0, 60.0, 0.5,
                    default=0.5, grid=(0.5, 30.0)),
             Slider("tail_ratio_max", "largest p99 over median time per token", 1.0, 5.0, 0.05,
                    default=3.0, grid=(1.05, 3.0)),
-            Slider("per_user_tok_s", "speed each user needs (tok/s)", 1, 10000, 0.05,
+            Slider("per_user_tok_s", "speed each user needs (tok/s)",
+                   *log_range(30, 1, 10000, 0.05), 0.05,
                    default=30, log=True, grid=(10, 30, 100, 400, 1000),
                    glued="hw_chat_tok_s"),
             Choice("model", "model", tuple(specs.models()), default="Llama 3.1 70B",
