@@ -487,7 +487,7 @@ EXPLORER_OVERHEAD_S = 1e-3
 EXPLORER_PROMPT = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)
 EXPLORER_OUTPUT_MEAN = 294
 EXPLORER_REQUESTS = 2000
-#: The draw of traffic the tail explorer simulates: one fixed draw, so that a moved slider
+#: The draw of traffic the tail explorer simulates, one fixed draw, so that a moved slider
 #: changes the server or the load and not the luck of the arrivals.
 EXPLORER_SEED = 0
 #: Requests queued at once to find the saturation rate — enough that the last, shrinking
@@ -561,7 +561,7 @@ def tail_explorer_compute(load: float = 0.7, max_batch: int = 256,
     ``load`` is the offered rate as a fraction of :func:`saturation_rate_per_s`;
     ``max_batch`` the most requests in flight; ``output_cv`` the coefficient of
     variation of output lengths (0: all 294 tokens). Simulates
-    ``EXPLORER_REQUESTS`` requests (the draw :data:`EXPLORER_SEED`) with chunked
+    ``EXPLORER_REQUESTS`` requests (the draw ``EXPLORER_SEED``) with chunked
     prefill on :func:`explorer_replica` and returns p50, p99 and p99.9 of TTFT and TPOT.
 
     Raises ``ValueError`` naming the argument for a load outside [:data:`MIN_LOAD`, 2], a batch

@@ -319,7 +319,7 @@ def reconcile(output_tokens: int, ttft_s: float, decode_tok_per_s: float, *,
     )
 
 
-#: The record whose rate the reconciliation explorer finds a TTFT for: LLMPerf's median.
+#: The record whose rate the reconciliation explorer finds a TTFT for, LLMPerf's median.
 RECONCILE_TARGET = "llmperf-groq-l2-70b-throughput"
 
 
