@@ -132,6 +132,12 @@ MLPERF_MIN_QUERIES = 100
 #: a million take the simulator tens of seconds.
 MAX_QUERIES = 10**6
 
+#: How far past its compute ceiling (:meth:`System.ceiling_rate_per_s`) a Server or
+#: Interactive run may be driven. Past the ceiling the queue only grows, so a run a
+#: little over it still teaches something (every latency climbs); one ten times over is
+#: a mistyped rate whose simulation would hold a mostly unserved queue.
+MAX_OVERLOAD = 10.0
+
 #: The longest minimum duration a run's rules may ask for, a day (144 times MLPerf's).
 MAX_DURATION_S = 86_400.0
 
@@ -774,6 +780,17 @@ class System:
         """Chips in the whole system."""
         return self.replicas * self.replica.tp
 
+    def ceiling_rate_per_s(self, prompts, outputs) -> float:
+        """Queries per second no schedule can beat for queries of these lengths: every
+        prompt and output token goes once through the matrix multiplies, and a step
+        takes at least their time (:meth:`Replica.matmul_s`), so the replicas can do
+        no more than that work per second. Weight reads, attention and overhead only
+        lower the real rate.
+        """
+        tokens = float(np.mean(checks.wholes("prompts", prompts, size=MAX_QUERIES))
+                       + np.mean(checks.wholes("outputs", outputs, size=MAX_QUERIES)))
+        return self.replicas / float(self.replica.matmul_s(tokens))
+
 
 @dataclass(frozen=True)
 class QueryMix:
@@ -941,7 +958,8 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
 
     ``queries`` overrides the count (to show what a short run does). Raises
     ``ValueError`` for an unknown scenario or model, a missing or non-positive
-    rate for Server or Interactive, or a count below 1.
+    rate for Server or Interactive, one over :data:`MAX_OVERLOAD` times the
+    system's compute ceiling (:meth:`System.ceiling_rate_per_s`), or a count below 1.
 
     Used in chapter 'Benchmark scenarios'.
     """
@@ -959,7 +977,14 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
         if rate_per_s is None:
             raise ValueError(f"rate_per_s: the {scenario} scenario needs a target rate")
         rate = checks.positive("rate_per_s", rate_per_s)
-        log = _poisson_run(system, mix, rate, queries or server_query_count(rate, mix, rules))
+        n = queries or server_query_count(rate, mix, rules)
+        ceiling = system.ceiling_rate_per_s(*mix.lengths(n))
+        if rate > MAX_OVERLOAD * ceiling:
+            raise ValueError(
+                f"rate_per_s: {rate:,.1f} queries/s is more than {MAX_OVERLOAD:g} times the "
+                f"{ceiling:,.1f} queries/s {system.name} could complete even if it only "
+                f"multiplied matrices; give at most {MAX_OVERLOAD * ceiling:,.1f}")
+        log = _poisson_run(system, mix, rate, n)
     elif scenario == "Offline":
         n = queries or _offline_count(system, mix, rules)
         prompts, outputs = mix.lengths(n)

@@ -297,6 +297,8 @@ GOOD = {
     "server.write_tokenizer_dir.path": lambda: Path(tempfile.mkdtemp()),
     "engine.Engine.show": None, "traffic.make_requests.rate_per_s": 10.0,
     "loadgen.run_scenario.rate_per_s": 5.0,
+    "loadgen.System.ceiling_rate_per_s.prompts": np.full(2, 300),
+    "loadgen.System.ceiling_rate_per_s.outputs": np.full(2, 294),
     "scheduler.PrefillPool.ready_s.prompt_tokens": np.full(2, 8),
     "endpoint_metrics.aiperf_summary.count_tokens": len,
     "loadgen.rules": lambda: __import__("inferlab.loadgen").loadgen.mlperf_rules(scale=0.01),

@@ -239,6 +239,7 @@ def test_bad_logs_and_scenarios_raise():
 # ---- scenarios against the simulator -----------------------------------------------------
 
 SHORT = lg.mlperf_rules(scale=0.1)
+TINY = lg.mlperf_rules(scale=0.01)
 
 
 def test_scenarios_rank_as_the_chapter_says():
@@ -281,6 +282,26 @@ def test_a_trial_cut_short_is_one_the_full_run_judges_invalid(scenario):
             assert math.isnan(trial.ttft_p99_s) and math.isnan(trial.tpot_p99_s)
         else:
             assert (trial.ttft_p99_s, trial.tpot_p99_s) == (full.ttft_p99_s, full.tpot_p99_s)
+
+
+def test_no_run_beats_the_compute_ceiling():
+    # The ceiling counts only the matrix multiplies, so even the Offline run, with every
+    # query queued at once, completes fewer queries per second.
+    system, mix = lg.example_system(), lg.QueryMix()
+    prompts, outputs = mix.lengths(SHORT.offline_min_samples)
+    ceiling = system.ceiling_rate_per_s(prompts, outputs)
+    assert lg.offline_rate_per_s(system, mix) < ceiling < 2 * lg.offline_rate_per_s(system, mix)
+
+
+def test_a_rate_ten_times_past_the_ceiling_is_refused_with_the_largest_allowed():
+    system = lg.example_system()
+    ceiling = system.ceiling_rate_per_s(*lg.QueryMix().lengths(10_000))
+    with pytest.raises(ValueError, match=r"rate_per_s: 86,400\.0 queries/s .*give at most 1,3"):
+        lg.run_scenario(system, "Server", rate_per_s=86_400.0, rules=TINY)
+    # Just under the limit still runs: an overloaded run is a lesson, not an error.
+    over = lg.run_scenario(system, "Interactive", rate_per_s=0.9 * lg.MAX_OVERLOAD * ceiling,
+                           rules=TINY)
+    assert not over.valid
 
 
 @pytest.mark.parametrize(("kwargs", "word"), [
