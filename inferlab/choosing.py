@@ -38,7 +38,6 @@ import sys
 from dataclasses import dataclass, replace
 from functools import cache
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -53,7 +52,6 @@ from inferlab.capacity import (
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible, Layout, fewest_chips, layout
 from inferlab.parallel import ChipSpread, chip_spread
-from inferlab.plotting import PALETTE, figure, label_kind
 from inferlab.simulator import (
     EXPLORER_OUTPUT_MEAN,
     EXPLORER_PROMPT,
@@ -66,7 +64,6 @@ from inferlab.simulator import (
 )
 from inferlab.steptime import CONCURRENCY_GRID
 from inferlab.traffic import Lengths, make_requests
-from inferlab.widgets import Explorer, register
 
 CHAPTER = "07_choosing_hardware"
 
@@ -1274,8 +1271,15 @@ def _pipeline_slo(candidate: Candidate, service: Service) -> SloThroughput:
     return best
 
 
-@cache
 def _slo(candidate: Candidate, service: Service, count: int) -> SloThroughput:
+    # Neither the service's name nor its daily volume enters the search, so it is cached
+    # without them: the ranking explorer's volume slider runs no simulation.
+    found = _searched(candidate, replace(service, name="search", tokens_per_day=1.0), count)
+    return replace(found, service=service)
+
+
+@cache
+def _searched(candidate: Candidate, service: Service, count: int) -> SloThroughput:
     if candidate.chips is None:
         return _pipeline_slo(candidate, service)
     return _hbm_slo(candidate, service, count)
@@ -1598,70 +1602,3 @@ def rank_explorer_compute(model: str = "Llama 3.1 70B", per_user_tok_s: float = 
     bounds = (math.inf, math.inf) if rate == 0 else (ttft, 1.0 / rate)
     service = Service("explorer", model, prompt, output, *bounds, tokens_per_day=10.0**volume)
     return _rank(service, CANDIDATES, "usd_per_mtok", EXPLORER_SLO_REQUESTS)
-
-
-def _rank_render_factory(ax):
-    names = [c.name for c in CANDIDATES]
-    y = np.arange(len(names))
-    bars = ax.barh(y, np.ones(len(names)), color=PALETTE[0])
-    ax.set_yticks(y, names)
-    ax.invert_yaxis()
-    ax.set_xscale("log")
-    ax.set_xlim(1, 3e4)
-    ax.set_xlabel("output tokens/s per chip at the promise (log)")
-    label_kind(ax, "modelled")
-    texts = [ax.text(1.3, i, "", va="center", fontsize=8) for i in y]
-    title = ax.set_title("", fontsize=9)
-
-    def render(frame: pd.DataFrame) -> str:
-        rows = frame.set_index("system")
-        lines = []
-        for bar, text, name in zip(bars, texts, names, strict=True):
-            row = rows.loc[name]
-            rate = row["tok_s_per_chip"]
-            meets = rate == rate and rate > 0
-            bar.set_width(rate if meets else 1.0)
-            bar.set_color(PALETTE[2] if meets else "#999999")
-            usd = row["usd_per_mtok"]
-            cost = f"${usd:.2f}/Mtok" if usd == usd else "no sourced price"
-            label = (f"{rate:,.0f} tok/s/chip, {cost}, {row['chips']:,.0f} chips" if meets
-                     else "cannot meet it" if rate == 0 else "not computed")
-            text.set_text(label)
-            lines.append(f"{name}: {label}")
-        best = frame.iloc[0]
-        priced = best["usd_per_mtok"] == best["usd_per_mtok"]
-        title.set_text("no system meets the promise" if not best["tok_s_per_chip"] > 0 else
-                       f"cheapest that meets the promise: {best['system']}" if priced else
-                       f"meets the promise, no sourced price: {best['system']}")
-        return " | ".join(lines)
-
-    return render
-
-
-@register("hw_rank", "simulation", CHAPTER)
-def rank_explorer() -> Explorer:
-    """Sliders: model, speed per user (0: batch work), p99 TTFT, volume, prompt and output.
-
-    Each move runs the serving simulator for every HBM system (a few seconds).
-    """
-    import ipywidgets as w
-
-    controls = {
-        "model": w.Dropdown(options=list(RANK_MODELS), value="Llama 3.1 70B",
-                            description="model"),
-        "per_user_tok_s": w.FloatSlider(value=25.0, min=0.0, max=500.0, step=5.0,
-                                        description="tok/s/user"),
-        "ttft_p99_s": w.FloatSlider(value=2.0, min=0.1, max=10.0, step=0.1,
-                                    description="p99 TTFT s"),
-        "log10_tokens_per_day": w.FloatSlider(value=9.0, min=6.0, max=12.0, step=0.1,
-                                              description="log10 tok/day"),
-        "prompt_tokens": w.FloatSlider(value=1000.0, min=100.0, max=4000.0, step=100.0,
-                                       description="prompt"),
-        "output_tokens": w.FloatSlider(value=300.0, min=50.0, max=2000.0, step=50.0,
-                                       description="output"),
-    }
-    fig, ax = figure(figsize=(9, 3.6))
-    render = _rank_render_factory(ax)
-    render(rank_explorer_compute(**{k: c.value for k, c in controls.items()}))
-    plt.close(fig)
-    return Explorer(rank_explorer_compute, render, controls, fig)

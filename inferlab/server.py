@@ -123,6 +123,7 @@ from starlette.routing import Route
 from threadpoolctl import threadpool_limits
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from inferlab import checks
 from inferlab.engine import (
     DEFAULT_SIZE,
     Engine,
@@ -1251,6 +1252,13 @@ def hf_tokenizer_json(tokenizer: str = "cl100k_base") -> dict:
     }
 
 
+@functools.cache
+def _tokenizer_json_text(tokenizer: str) -> str:
+    # Rebuilding the merges of a 100k-token vocabulary takes seconds; a lab writes the
+    # folder for each server it starts.
+    return json.dumps(hf_tokenizer_json(tokenizer))
+
+
 def write_tokenizer_dir(path, tokenizer: str = "cl100k_base",
                         context_tokens: int = 2048) -> Path:
     """Write ``tokenizer.json`` and ``tokenizer_config.json`` for the server's tokenizer.
@@ -1260,10 +1268,11 @@ def write_tokenizer_dir(path, tokenizer: str = "cl100k_base",
     tokens exactly as this server does. No BOS token is added (tiktoken
     encodings have none). Returns the folder's path. Used in the endpoint lab.
     """
+    context_tokens = checks.whole("context_tokens", context_tokens)
+    text = _tokenizer_json_text(checks.text("tokenizer", tokenizer))
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "tokenizer.json").write_text(json.dumps(hf_tokenizer_json(tokenizer)),
-                                           encoding="utf-8")
+    (folder / "tokenizer.json").write_text(text, encoding="utf-8")
     config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": context_tokens,
               "bos_token": None, "eos_token": None, "add_bos_token": False,
               "add_eos_token": False, "clean_up_tokenization_spaces": False}

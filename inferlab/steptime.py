@@ -535,7 +535,7 @@ def interactivity_front(
 
 
 # --------------------------------------------------------------------------------------
-# The curve explorer's function (the explorer is inferlab.explorers.throughput)
+# The curve explorer's function (the explorer is in inferlab.explorers.batching)
 # --------------------------------------------------------------------------------------
 
 CURVE_CHIPS = ("NVIDIA H100 SXM", "NVIDIA H200 SXM", "NVIDIA B200")

@@ -195,8 +195,18 @@ def _script():
 
 
 def _slider():
-    import ipywidgets
-    return ipywidgets.FloatSlider(value=1.0, min=0.0, max=2.0)
+    from inferlab.explorers import Slider
+    return Slider("speed", "speed (tok/s)", 1.0, 100.0, 1.0, default=10.0, grid=(1.0, 10.0))
+
+
+def _explorer():
+    import altair as alt
+
+    from inferlab.explorers import Explorer
+    return Explorer("fuzz_explorer", "analytic", "02_bandwidth_floor", (_slider(),),
+                    lambda speed: speed, lambda result: {"point": {"speed": [result]}},
+                    lambda part: part("point").mark_point().encode(x="speed:Q",
+                                                                    y=alt.value(0)))
 
 
 def _fixed_shape():
@@ -279,8 +289,20 @@ GOOD = {
         np.full(2, 0.01), "real_loadgen.Script.tokens": np.full(2, 4),
     "traffic.Requests.arrival_s": np.array([0.0, 1.0]), "loadgen.bounds.model": "llama2-70b",
     "timing.rate_with_ttft_tok_per_s.output_tokens": 100,
-"widgets.register.name": "fuzz_explorer",
-    "widgets.register.kind": "analytic", "data.load_table.name": "hardware",
+    "explorers.name": "speed", "explorers.label": "speed (tok/s)", "explorers.minimum": 1.0,
+    "explorers.maximum": 100.0, "explorers.step": 1.0, "explorers.base.Slider.default": 10.0,
+    "explorers.base.Slider.grid": (1.0, 10.0), "explorers.options": ("fp8", "fp16"),
+    "explorers.base.Choice.default": "fp8", "explorers.base.Text.default": "a sentence",
+    "explorers.base.Text.grid": ("a sentence", "another"), "explorers.kind": "analytic",
+    "explorers.base.log_range.default": 30.0, "explorers.low": 1.0, "explorers.high": 1e3,
+    "explorers.chapter": "02_bandwidth_floor", "explorers.controls": lambda: (_slider(),),
+    "explorers.compute": lambda speed: speed,
+    "explorers.tables": lambda: _explorer().tables, "explorers.chart": lambda: _explorer().chart,
+    "explorers.factory": lambda: _explorer, "explorers.registry": lambda: {},
+    "explorers.values": lambda: {"speed": 10.0},
+    "explorers.part": lambda: (lambda name: __import__("altair").Chart(
+        __import__("altair").Data(name=name))),
+    "data.load_table.name": "hardware",
 "endpoint_metrics.tokenizer_counter.name":
         "cl100k_base", "tokenizers.get_tokenizer.name": "cl100k_base",
     "specs.model.name": "Llama 3.1 8B", "loadgen.System.name": "fuzz",

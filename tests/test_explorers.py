@@ -5,43 +5,34 @@ chapter's text uses; label every control in whole words; change their tables whe
 any control moves; draw on the site exactly what the notebook draws at the same values,
 from data that fit a page; and be the kind they say (an analytic explorer runs no
 simulation). Importing a model module loads no widget or chart library.
-
-The explorers not yet moved to ``inferlab.explorers`` keep the legacy tests at the end
-(``inferlab.widgets``); a port deletes its explorer from there.
 """
 
 from __future__ import annotations
 
-import io
 import json
 import random
 import subprocess
 import sys
 from functools import cache
 
-import matplotlib
+import numpy as np
+import pytest
+from conftest import ROOT, glued
 
-matplotlib.use("Agg")
-
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-from conftest import ROOT, glued  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-
-from inferlab import widgets  # noqa: E402
-from inferlab.choosing import FAMILY_LABELS  # noqa: E402
-from inferlab.explorers import (  # noqa: E402
+from inferlab.choosing import FAMILY_LABELS
+from inferlab.explorers import (
     KINDS,
     Choice,
+    Explorer,
     Slider,
     Text,
+    fixed_on_site,
     registered_explorers,
     site,
 )
-from inferlab.explorers.base import REFUSAL  # noqa: E402
+from inferlab.explorers.base import REFUSAL
 
 REGISTRY = registered_explorers()
-LEGACY = widgets.registered_explorers()
 NAMES = sorted(REGISTRY)
 
 
@@ -51,11 +42,9 @@ def chapter_text(explorer) -> str:
 
 def test_every_chapter_with_an_explorer_cell_registers_it():
     assert {e.kind for e in REGISTRY.values()} <= set(KINDS)
-    assert not set(REGISTRY) & set(LEGACY), "an explorer is registered twice: delete the legacy one"
     with_cells = {path.stem for path in (ROOT / "book").glob("0*.md")
                   if "explorer()" in path.read_text(encoding="utf-8")}
-    chapters = {e.chapter for e in REGISTRY.values()} | {e.chapter for e in LEGACY.values()}
-    assert with_cells <= chapters
+    assert with_cells <= {e.chapter for e in REGISTRY.values()}
     for explorer in REGISTRY.values():
         assert (ROOT / "book" / f"{explorer.chapter}.md").is_file(), explorer.chapter
 
@@ -89,6 +78,20 @@ def _same(a: dict | str, b: dict | str) -> bool:
         for x, y in ((a[k], b[k]) for k in a))
 
 
+def _moves(control) -> list:
+    """The values a control is moved to: the site's other values, or, for a control the
+    site fixes, the ends of the notebook's range or its other options (the notebook
+    moves it, so it must change the figure there)."""
+    if not fixed_on_site(control):
+        return [value for value in control.site_values if value != control.default]
+    if isinstance(control, Slider):
+        return [value for value in (control.minimum, control.maximum)
+                if value != control.default]
+    if isinstance(control, Choice):
+        return [value for value in control.options if value != control.default]
+    return [control.default + " and a few more words"]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_every_control_moved_changes_the_tables(name):
     explorer = REGISTRY[name]
@@ -97,7 +100,7 @@ def test_every_control_moved_changes_the_tables(name):
     for control in explorer.controls:
         start = _values(explorer, **{control.name: control.default})
         before = _shown(explorer, start)
-        moved = [value for value in control.site_values if value != control.default]
+        moved = _moves(control)
         changed = [value for value in moved
                    if not _same(before, _shown(explorer, {**start, control.name: value}))]
         assert changed, f"{name}: moving {control.name} over {moved} changed nothing"
@@ -249,6 +252,23 @@ def test_the_speculative_explorer_opens_on_the_sections_worked_example(built_boo
     assert point["per_pass"][0] == pytest.approx(answers["hw_spec_example_e"])
 
 
+@pytest.mark.build
+def test_the_ranking_explorer_opens_on_the_chapters_chat_service(built_book):
+    """Section 'Throughput at a promise' ranks a chat service (25 tok/s per user, that is
+    40 ms p99 TPOT, 2 s p99 TTFT, 1,000-token prompts, 300-token outputs, 5 billion
+    tokens a day): the ranking explorer opens on it."""
+    answers = glued(built_book, "07_choosing_hardware")
+    start = REGISTRY["hw_rank"].defaults()
+    assert 1e3 / start["per_user_tok_s"] == pytest.approx(answers["hw_chat_tpot_ms"])
+    assert 10 ** start["log10_tokens_per_day"] == pytest.approx(
+        answers["hw_chat_volume_b"] * 1e9)
+    text = chapter_text(REGISTRY["hw_rank"])
+    assert ("prompt_tokens=1000, output_tokens=300, ttft_p99_s=2.0" in text
+            and (start["prompt_tokens"], start["output_tokens"], start["ttft_p99_s"])
+            == (1000, 300, 2.0))
+    assert start["model"] == "Llama 3.1 70B"
+
+
 # ---------------------------------------------------------------------- the site
 
 
@@ -351,6 +371,50 @@ def test_a_control_that_applies_only_with_another_is_greyed_out_until_then():
                                .site_values.index("custom bandwidth")]}
 
 
+def _small_explorer(**controls) -> Explorer:
+    """An explorer of ``y = a x`` with its controls' grids as given."""
+    made = {"a": Slider("a", "slope", 0.0, 4.0, 0.5, default=1.0, grid=(1.0, 2.0)),
+            "x": Slider("x", "input", 0.0, 10.0, 1.0, default=2.0, grid=(2.0,)), **controls}
+
+    def line(a: float, x: float) -> dict:
+        return {"y": a * x}
+
+    import altair as alt
+
+    return Explorer(name="small", kind="analytic", chapter="02_bandwidth_floor",
+                    controls=tuple(made.values()), compute=line,
+                    tables=lambda result: {"point": {"y": [result["y"]]}},
+                    chart=lambda part: part("point").mark_text().encode(
+                        text="y:Q", x=alt.value(0), y=alt.value(0)))
+
+
+def test_a_control_the_site_fixes_is_shown_disabled_and_named_in_the_note():
+    """A grid of the default alone fixes a control on the site: its input is a menu of
+    that one value, which explorers.js disables, and the note says it stays there."""
+    explorer = _small_explorer()
+    assert fixed_on_site(explorer.control("x")) and not fixed_on_site(explorer.control("a"))
+    spec, grid = site.site_spec(explorer)
+    assert grid.count == 2 and spec["usermeta"]["fixed"] == ["ctl_x"]
+    bound = {p["name"]: p["bind"] for p in spec["params"] if "bind" in p}
+    assert bound["ctl_x"]["input"] == "select" and bound["ctl_x"]["labels"] == ["2"]
+    assert "input at 2 stays fixed" in site.static_html(explorer)
+    assert "usermeta.fixed" in (ROOT / "book" / "_static" / "explorers.js").read_text()
+    with pytest.raises(ValueError, match="grid"):
+        Slider("x", "input", 0.0, 10.0, 1.0, default=2.0, grid=())
+    with pytest.raises(ValueError, match="fixes"):
+        _small_explorer(a=Slider("a", "slope", 0.0, 4.0, 0.5, default=1.0, grid=(1.0, 2.0),
+                                 only_when=("x", 2.0)))
+
+
+def test_the_ranking_explorer_fixes_only_what_its_grid_cannot_afford():
+    """The ranking's site fixes the time to first token and the lengths (each value more
+    doubles the build's simulations), never the model, the speed or the volume."""
+    fixed = [c.name for c in REGISTRY["hw_rank"].controls if fixed_on_site(c)]
+    assert fixed == ["ttft_p99_s", "prompt_tokens", "output_tokens"]
+    others = [name for name in NAMES if name != "hw_rank"]
+    assert not [(n, c.name) for n in others for c in REGISTRY[n].controls if fixed_on_site(c)]
+
+
 def test_rounding_keeps_four_significant_figures_and_prints_short():
     values = site.rounded(np.array([16.60512, 0.000123456, 131072.0, 1234567.0, np.nan, 0.0,
                                     -2.5, np.inf]))
@@ -399,14 +463,7 @@ MODEL_MODULES = ["bisection", "calibration", "capacity", "checks", "choosing", "
                  "predict", "roofline", "scheduler", "simulator", "specs", "speculative",
                  "steptime", "timing", "token_counts", "tokenizers", "traffic"]
 
-#: Modules whose explorers are still on the legacy path: they import ipywidgets and pyplot
-#: until their explorers are ported (issue 16). Strict, so a port must remove its module.
-NOT_YET_PORTED = {"choosing"}
-
-
-@pytest.mark.parametrize("module", [
-    pytest.param(m, marks=pytest.mark.xfail(strict=True, reason="explorer not yet ported"))
-    if m in NOT_YET_PORTED else m for m in MODEL_MODULES])
+@pytest.mark.parametrize("module", MODEL_MODULES)
 def test_importing_a_model_module_loads_no_widgets_or_pyplot(module):
     code = (f"import sys, inferlab.{module}; "
             "print([m for m in ('ipywidgets', 'matplotlib.pyplot', 'altair', 'anywidget') "
@@ -426,54 +483,3 @@ def test_the_vega_bundle_is_the_one_recorded_and_loads_nothing():
     assert "window.vegaEmbed=" in text
     # The bundle reaches no server: no module import, dynamic or static, from a URL.
     assert "import(\"http" not in text and "from\"http" not in text and "esm.sh" not in text
-
-
-# ---------------------------------------------------------------- legacy explorers
-
-
-def _ends(control):
-    """Two values far apart for a control: the ends of its range or options, or for a
-    text box its text and a longer one."""
-    if isinstance(control.value, str) and not getattr(control, "options", None):
-        return control.value, control.value + " and a few more words to count"
-    return widgets.control_value(control, 0.0), widgets.control_value(control, 1.0)
-
-
-def _picture(explorer, values) -> tuple[bytes, str | None]:
-    text = explorer.update(**values)
-    buffer = io.BytesIO()
-    explorer.figure.savefig(buffer, format="png")
-    return buffer.getvalue(), text
-
-
-@pytest.mark.parametrize("name", sorted(LEGACY))
-def test_every_control_of_every_legacy_explorer_changes_what_it_shows(name):
-    entry = LEGACY[name]
-    assert (ROOT / "book" / f"{entry.chapter}.md").is_file(), entry.chapter
-    explorer = entry.factory()
-    # Factories close their figure (only the explorer shows it); give it a canvas to draw on.
-    FigureCanvasAgg(explorer.figure)
-    defaults = explorer.values()
-    assert set(defaults) == set(explorer.controls)
-    if entry.kind == "measurement":
-        return  # these time real work on a button press; their compute has its own tests
-    _picture(explorer, defaults)
-    for key, control in explorer.controls.items():
-        if control.disabled:
-            continue  # greyed out for these values: the reader cannot move it
-        low, high = _ends(control)
-        shown = [_picture(explorer, {**defaults, key: value}) for value in (low, high)]
-        assert shown[0] != shown[1], (
-            f"{name}: moving {key} from {low!r} to {high!r} changed nothing")
-
-
-def test_control_value_walks_each_kind_of_control_along_its_range():
-    import ipywidgets as w
-
-    log = w.FloatLogSlider(value=70, base=10, min=0, max=3)
-    assert widgets.control_value(log, 0.0) == 1 and widgets.control_value(log, 1.0) == 1000
-    assert widgets.control_value(w.IntSlider(value=4, min=1, max=256), 0.5) == 128
-    assert widgets.control_value(w.Dropdown(options=[("a", 1), ("b", 2), ("c", 3)]), 1.0) == 3
-    assert widgets.control_value(w.Text(value="hi"), 1.0) == "hi"
-    with pytest.raises(ValueError, match="fraction"):
-        widgets.control_value(log, 1.5)

@@ -402,7 +402,9 @@ MOVE_INPUT = """async ([explorer, param]) => {
 def test_every_input_of_an_explorer_moves_its_figure_offline(browser, site, name):
     """On the built page, with every request leaving the site aborted: the explorer draws,
     and each of its inputs, moved, changes its figure (a greyed-out input once the menu
-    that switches it on has chosen so), with no console error."""
+    that switches it on has chosen so), with no console error. An input the site fixes
+    at one value (``fixed_on_site``) is disabled instead; the notebook moves it, and
+    tests/test_explorers.py checks that moving it there changes the figure."""
     from inferlab.explorers import registered_explorers
 
     explorer = registered_explorers()[name]
@@ -424,9 +426,14 @@ def test_every_input_of_an_explorer_moves_its_figure_offline(browser, site, name
                               state="attached")
         spec = json.loads(tab.locator(f'.inferlab-explorer[data-explorer="{name}"] '
                                       "script.inferlab-explorer-spec").text_content())
-        switches = spec["usermeta"]["only_when"]
-        unmoved = []
+        switches, fixed = spec["usermeta"]["only_when"], spec["usermeta"]["fixed"]
+        unmoved, movable = [], []
         for param in (p["name"] for p in spec["params"] if "bind" in p):
+            if param in fixed:  # one value on the site: shown, but it cannot move
+                if not tab.locator(f'.inferlab-explorer[data-explorer="{name}"] '
+                                   f'[name="{param}"]').is_disabled():
+                    movable.append(param)
+                continue
             if param in switches:  # choose what turns it on first
                 other, value = switches[param]
                 tab.locator(f'.inferlab-explorer[data-explorer="{name}"] '
@@ -436,5 +443,6 @@ def test_every_input_of_an_explorer_moves_its_figure_offline(browser, site, name
     finally:
         context.close()
     assert not unmoved, f"{name}: moving {unmoved} left the figure as it was"
+    assert not movable, f"{name}: {movable} have one value on the site but are not disabled"
     assert not errors, f"{name}: console errors {errors}"
     assert not external, f"{name}: requests left the site: {external}"

@@ -1,7 +1,7 @@
 // The site's explorers (inferlab/explorers/site.py). Each .inferlab-explorer holds the
 // Vega-Lite spec of its chart, with its data precomputed when the page was built; this
 // draws it with vegaEmbed and greys out an input while it cannot change the figure (a
-// control's only_when).
+// control's only_when), or for good where the site offers one value of it (fixed).
 //
 // Nothing is drawn at load: when the first explorer comes near the window, the Vega
 // bundle (explorers/vega.js beside this file, 0.9 MB) is loaded, and each explorer is
@@ -26,6 +26,12 @@ async function draw(explorer) {
     };
     view.addSignalListener(other, grey);
     grey();
+  }
+  for (const param of spec.usermeta.fixed ?? []) {
+    for (const input of target.querySelectorAll(`[name="${param}"]`)) {
+      input.disabled = true;
+      input.title = "fixed on this page; the notebook moves it";
+    }
   }
 }
 

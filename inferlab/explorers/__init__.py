@@ -1,12 +1,12 @@
 """The book's explorers: sliders and menus over the model modules' pure functions.
 
 One :class:`~inferlab.explorers.base.Explorer` per explorer, declared in the module of
-its chapter (:mod:`inferlab.explorers.bandwidth` for 'The memory-bandwidth floor', ...):
+its chapter (``inferlab.explorers.bandwidth`` for 'The memory-bandwidth floor', ...):
 its controls, the function it calls, the tables it makes of the result and one
 Vega-Lite chart (Altair) over them. A chapter displays it in a cell; in a notebook that
-gives a live view that recomputes (:mod:`~inferlab.explorers.live`), on the site a
+gives a live view that recomputes (``inferlab.explorers.live``), on the site a
 static explorer over values precomputed when the book was built
-(:mod:`~inferlab.explorers.site`). Model modules never import this package, so
+(``inferlab.explorers.site``). Model modules never import this package, so
 importing one loads no widget or chart library.
 """
 
@@ -18,10 +18,11 @@ from inferlab.explorers.base import (
     Explorer,
     Slider,
     Text,
+    fixed_on_site,
     log_range,
     register,
     registered_explorers,
 )
 
-__all__ = ["KINDS", "REGISTRY", "SITE_ENV", "Choice", "Explorer", "Slider", "Text", "log_range",
-           "register", "registered_explorers"]
+__all__ = ["KINDS", "REGISTRY", "SITE_ENV", "Choice", "Explorer", "Slider", "Text",
+           "fixed_on_site", "log_range", "register", "registered_explorers"]

@@ -20,7 +20,7 @@ import numpy as np
 from inferlab import roofline, specs
 from inferlab.capacity import BYTES_PER_PARAM, KIB, default_kv_precision, kv_bytes_per_token
 from inferlab.explorers.base import Choice, Explorer, Slider, log_range, register
-from inferlab.explorers.marks import badge
+from inferlab.explorers.marks import badged
 from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "02_bandwidth_floor"
@@ -108,8 +108,7 @@ def _floor_chart(part):
         x=context, y=ceiling,
         tooltip=[alt.Tooltip("context_tokens:Q", title="context", format=","),
                  alt.Tooltip("per_user_tok_s:Q", title="tok/s per user", format=",.1f")])
-    line = alt.layer(curve, marker, badge("modelled", width=_WIDTH)).properties(
-        width=_WIDTH, height=_HEIGHT)
+    line = badged(curve, marker, width=_WIDTH, height=_HEIGHT)
 
     summary = part("chip").mark_text(align="left", baseline="top", fontSize=12).encode(
         x=alt.value(0), y=alt.value(0), text="line:N",
@@ -225,9 +224,7 @@ def _roofline_chart(part):
     title = part("ridge").mark_text(align="left", baseline="bottom", fontSize=13,
                                     fontWeight="bold").encode(
         x=alt.value(0), y=alt.value(-8), text="chip:N")
-    plot = alt.layer(roof, ridge, decode, prefill, title,
-                     badge("modelled", width=_ROOF_WIDTH)).properties(
-        width=_ROOF_WIDTH, height=_ROOF_HEIGHT)
+    plot = badged(roof, ridge, decode, prefill, title, width=_ROOF_WIDTH, height=_ROOF_HEIGHT)
 
     def line(name: str, expression: str):
         return part(name).mark_text(align="left", baseline="top", fontSize=12).encode(

@@ -15,11 +15,11 @@ An :class:`Explorer` is a description, not a widget. It holds
 - ``chart(part)``: one Altair chart over those tables, where ``part(name)`` is an
   ``alt.Chart`` whose rows are that table's.
 
-Displayed in a notebook it becomes a live view (:mod:`inferlab.explorers.live`):
+Displayed in a notebook it becomes a live view (``inferlab.explorers.live``):
 ipywidgets call ``compute`` for any value and the tables replace the data of one live
 Vega view. Displayed while the book is built (:data:`SITE_ENV` is set by
 ``book/_ext/explorers.py``) it becomes the site's static explorer
-(:mod:`inferlab.explorers.site`): the same chart over tables precomputed on the grid,
+(``inferlab.explorers.site``): the same chart over tables precomputed on the grid,
 filtered by Vega-Lite parameters bound to HTML inputs. So one chapter cell serves both.
 """
 
@@ -35,13 +35,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: What an explorer runs when a control moves. The kind is a promise about speed:
-#: analytic explorers evaluate formulas, simulation explorers run the simulator,
-#: measurement explorers time real work (on a button press in the notebook).
+from inferlab import checks
+
+#: What an explorer runs when a control moves, a promise about its speed. Analytic
+#: explorers evaluate formulas, simulation explorers run the simulator, measurement
+#: explorers time real work (on a button press in the notebook).
 KINDS = ("analytic", "simulation", "measurement")
 
-#: Set (to anything) by the book's build, and inherited by the kernels it starts: an
-#: explorer displayed then is the site's static explorer, with its grid precomputed.
+#: The environment variable the book's build sets (to anything), which the kernels it
+#: starts inherit. An explorer displayed then is the site's static explorer, with its
+#: grid precomputed.
 SITE_ENV = "INFERLAB_EXPLORER_SITE"
 
 #: The table every explorer has besides its own parts: the refusal's message, if any.
@@ -59,8 +62,9 @@ class Slider:
     ``minimum``, ``maximum`` and ``step`` are the notebook slider's; with ``log`` it
     moves along the base-10 logarithm of the value, by ``step`` in that logarithm.
     ``grid`` holds the values the site precomputes, in increasing order, the default
-    among them. ``only_when`` = ``(control, value)`` says the slider changes the figure
-    only while that other control has that value (it is greyed out otherwise).
+    among them; the default alone fixes the slider on the site (:func:`fixed_on_site`).
+    ``only_when`` = ``(control, value)`` says the slider changes the figure only while
+    that other control has that value (it is greyed out otherwise).
     All of them whole numbers make it a whole-number slider.
 
     ``default`` is the number the chapter's text uses, so the explorer opens on the text's
@@ -121,7 +125,7 @@ class Slider:
 
     @property
     def site_values(self) -> tuple[float, ...]:
-        """The values the site offers: the grid."""
+        """The grid, the values the site offers."""
         return self.grid
 
 
@@ -130,8 +134,14 @@ def log_range(default: float, low: float, high: float, step: float) -> tuple[flo
     of its steps of ``step`` (in log10): ``minimum`` and ``maximum`` for :class:`Slider`.
 
     ``log_range(68.976648192, 1, 1000, 0.01)`` is about ``(0.997, 997.0)``: each end moves
-    by less than a step, and the slider opens on Llama 2 70B's exact size.
+    by less than a step, and the slider opens on Llama 2 70B's exact size. Give
+    ``low <= default <= high``, all within 1e-150 and 1e150, and a step from 1e-6 to 10.
     """
+    # Within 1e-150 and 1e150 the ends stay finite floats, whatever the step.
+    default = checks.real("default", default, low=1e-150, high=1e150)
+    low = checks.real("low", low, low=1e-150, high=default)
+    high = checks.real("high", high, low=default, high=1e150)
+    step = checks.real("step", step, low=1e-6, high=10.0)
     centre = math.log10(default)
     below = round((centre - math.log10(low)) / step)
     above = round((math.log10(high) - centre) / step)
@@ -202,6 +212,16 @@ class Text:
 
 Control = Slider | Choice | Text
 
+
+def fixed_on_site(control: Control) -> bool:
+    """Whether the site offers one value of ``control`` alone, its default.
+
+    A control whose every value would multiply the simulations of the book's build is
+    fixed there: the site shows it disabled at that value and its note says so, while
+    the notebook moves it as any other.
+    """
+    return len(control.site_values) == 1
+
 #: A tidy table: a pandas DataFrame, or a mapping of column names to columns.
 Table = pd.DataFrame | dict
 
@@ -224,9 +244,9 @@ def _check_label(control) -> None:
 
 
 def _check_grid(control, values) -> None:
-    if len(values) < 2:
-        raise ValueError(f"{control.name}: the site needs at least two values to move "
-                         f"between, not {values!r}")
+    if not values:
+        raise ValueError(f"{control.name}: grid {values!r}: give the site at least one "
+                         "value (one alone fixes the control there)")
     if control.default not in values:
         raise ValueError(f"{control.name}: the default {control.default!r} is not in the "
                          f"site's values {values!r}")
@@ -266,6 +286,9 @@ class Explorer:
             if target is None or target.only_when is not None:
                 raise ValueError(f"{control.name}: only_when names {other!r}, which must "
                                  "be another control that is always active")
+            if fixed_on_site(target):
+                raise ValueError(f"{control.name}: only_when names {other!r}, which the "
+                                 "site fixes, so it could never switch it on there")
             if value not in target.site_values:
                 raise ValueError(f"{control.name}: only_when value {value!r} is not among "
                                  f"the site's values of {other}")
@@ -282,8 +305,8 @@ class Explorer:
         raise ValueError(f"name: {self.name} has no control {name!r}")
 
     def tables_at(self, **values) -> dict[str, dict[str, np.ndarray]]:
-        """``tables(compute(**values))`` as :func:`columns`; raises ``ValueError`` when
-        compute refuses."""
+        """``tables(compute(**values))``, each table as one-dimensional arrays of one
+        length keyed by column; raises ``ValueError`` when compute refuses."""
         result = self.compute(**values)
         return {name: columns(table) for name, table in self.tables(result).items()}
 
@@ -316,15 +339,20 @@ class Explorer:
 REGISTRY: dict[str, Explorer] = {}
 
 
-def register(factory: Callable[[], Explorer]) -> Callable[[], Explorer]:
-    """Decorator: record the explorer ``factory`` builds, and make the factory return it.
+def register(factory: Callable[[], Explorer],
+             registry: dict[str, Explorer] | None = None) -> Callable[[], Explorer]:
+    """Decorator: record the explorer ``factory`` builds in ``registry`` (the book's,
+    :data:`REGISTRY`, unless given), and make the factory return it.
 
     An explorer is an immutable description, so one object serves every display.
     """
+    registry = REGISTRY if registry is None else registry
     explorer = factory()
-    if explorer.name in REGISTRY:
+    if not isinstance(explorer, Explorer):
+        raise TypeError(f"factory: {factory!r} built {explorer!r}, not an Explorer")
+    if explorer.name in registry:
         raise ValueError(f"name: an explorer called {explorer.name!r} is already registered")
-    REGISTRY[explorer.name] = explorer
+    registry[explorer.name] = explorer
 
     def registered() -> Explorer:
         return explorer

@@ -1,12 +1,26 @@
-"""The decision explorer of chapter 'Choosing hardware': a workload and the families that fit.
+"""The explorers of chapter 'Choosing hardware': which families fit a workload, what
+speculative decoding gives, and how the systems rank at a promise.
 
-It computes with :func:`inferlab.choosing.decide_explorer_compute` (tested there); this
-module only declares its controls, turns the decision into tables and draws it. It opens
-on the chapter's chat service: Llama 3.1 70B at FP8, 30 tokens per second per user, a
-p99 within three times the median, a model change every other month, 5 billion tokens a
-day. Its kind is simulation: the tails it judges come from
-:func:`inferlab.choosing.latency_spread`, which runs the serving simulator (once, then
-cached).
+- The decision explorer computes with :func:`inferlab.choosing.decide_explorer_compute`.
+  It opens on the chapter's chat service: Llama 3.1 70B at FP8, 30 tokens per second
+  per user, a p99 within three times the median, a model change every other month,
+  5 billion tokens a day. Its kind is simulation: the tails it judges come from
+  :func:`inferlab.choosing.latency_spread`, which runs the serving simulator (once,
+  then cached).
+- The speculative-decoding explorer computes with
+  :func:`inferlab.speculative.speculative_decoding` and draws the curve of
+  :func:`inferlab.speculative.speedup_curve`. It opens on the section's worked example:
+  acceptance 0.8, four draft tokens, a draft costing ``choosing.DRAFT_COST_RATIO`` of a
+  target step, over Cerebras's launch rate.
+- The ranking explorer computes with :func:`inferlab.choosing.rank_explorer_compute`:
+  each system's output tokens per second per chip at a latency promise, its cost per
+  million tokens and the chips the traffic takes. It opens on the chapter's chat
+  service: Llama 3.1 70B, 25 tokens per second per user (40 ms p99 TPOT), a 2 s p99
+  TTFT, 1,000-token prompts, 300-token outputs, 5 billion tokens a day. Its kind is
+  simulation: every HBM system's rate is searched with the serving simulator.
+
+The functions are tested where they live; this module only declares the controls, turns
+the results into tables and draws them.
 """
 
 from __future__ import annotations
@@ -14,14 +28,19 @@ from __future__ import annotations
 import math
 import textwrap
 
-from inferlab import choosing, specs
+import numpy as np
+
+from inferlab import choosing, specs, speculative
+from inferlab.data import result
 from inferlab.explorers.base import Choice, Explorer, Slider, log_range, register
-from inferlab.explorers.marks import badge
+from inferlab.explorers.marks import badge, badged, over_line, text_line
 from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "07_choosing_hardware"
 
-_WIDTH = 460
+# ---------------------------------------------------------------------- the decision
+
+_DECIDE_WIDTH = 460
 _BAR_HEIGHT = 34
 #: The reasons under the chart: lines of at most this many characters (the chart's width
 #: with its labels, in 12-pixel text), this many pixels apart, room kept for this many.
@@ -78,11 +97,10 @@ def _decision_chart(part):
         x=x, tooltip=[alt.Tooltip("tok_s:Q", title="needed, tok/s per user", format=",~g")])
     named = part("need").mark_text(color=KIND_COLORS["reported"], fontSize=11, align="left",
                                    dx=4).encode(x=x, y=alt.value(6), text=alt.value("needed"))
-    plot = alt.layer(bars, need, named, badge("modelled", width=_WIDTH)).properties(
-        width=_WIDTH, height=_BAR_HEIGHT * len(families))
+    plot = badged(bars, need, named, width=_DECIDE_WIDTH, height=_BAR_HEIGHT * len(families))
     lines = part("reasons").mark_text(align="left", baseline="top", fontSize=12).encode(
         x=alt.value(0), y=alt.Y("y:Q", scale=None), text="text:N",
-    ).properties(width=_WIDTH, height=_LINE_PX * _REASON_LINES)
+    ).properties(width=_DECIDE_WIDTH, height=_LINE_PX * _REASON_LINES)
     return alt.vconcat(plot, lines, spacing=12)
 
 
@@ -114,5 +132,203 @@ def decide_explorer() -> Explorer:
                    grid=("Llama 3.1 8B", "Llama 3.1 70B", "Llama 3.1 405B")),
             Choice("precision", "precision of the weights", ("fp16", "fp8", "int8", "int4"),
                    default="fp8", grid=("fp16", "fp8")),
+        ),
+    )
+
+
+# ------------------------------------------------------------ speculative decoding
+
+# The section's worked example, from the records the chapter reads.
+_LAUNCH = result("cerebras-l31-70b-launch")["value"]
+_REPORTED = result("cerebras-l31-70b-specdec")["value"]
+
+_DRAFTS = np.arange(choosing.MAX_SPECULATIVE_DRAFT + 1)
+_SPEC_WIDTH, _SPEC_HEIGHT = 540, 280
+_HEADROOM = 1.15
+
+
+def _speculative_tables(estimate: speculative.SpeculativeEstimate) -> dict[str, dict]:
+    gains = speculative.speedup_curve(estimate.acceptance_rate, _DRAFTS,
+                                      estimate.draft_cost_ratio)
+    return {
+        "curve": {"draft_tokens": _DRAFTS, "speedup": gains},
+        "point": {"draft_tokens": [estimate.draft_tokens], "speedup": [estimate.speedup],
+                  "acceptance_rate": [estimate.acceptance_rate],
+                  "draft_cost_ratio": [estimate.draft_cost_ratio],
+                  "per_pass": [estimate.expected_tokens_per_step],
+                  "base_tok_s": [estimate.base_decode_tok_per_s],
+                  "decode_tok_s": [estimate.decode_tok_per_s]},
+        # The reported figure is fixed; the speed-up it claims is over the chosen base.
+        "claim": {"speedup": [_REPORTED / estimate.base_decode_tok_per_s],
+                  "reported_tok_s": [_REPORTED],
+                  "base_tok_s": [estimate.base_decode_tok_per_s],
+                  # Room above the claim and the curve for the badges in the corner.
+                  "room": [max(_REPORTED / estimate.base_decode_tok_per_s, gains.max())
+                           * _HEADROOM]},
+    }
+
+
+def _speculative_chart(part):
+    import altair as alt
+
+    modelled, reported = KIND_COLORS["modelled"], KIND_COLORS["reported"]
+    x = alt.X("draft_tokens:Q", title="draft tokens per cycle, k",
+              scale=alt.Scale(domain=[0, int(_DRAFTS[-1])]), axis=alt.Axis(tickMinStep=1))
+    y = alt.Y("speedup:Q", title="speed-up over plain decoding",
+              scale=alt.Scale(zero=True, nice=True))
+    curve = part("curve").mark_line(color=modelled).encode(x=x, y=y)
+    point = part("point").mark_point(filled=True, size=90, color=modelled).encode(
+        x=x, y=y, tooltip=[alt.Tooltip("speedup:Q", title="speed-up", format=".2f")])
+    one = alt.Chart(alt.Data(values=[{"speedup": 1.0}])).mark_rule(color="#888888").encode(y=y)
+    claim = part("claim")
+    claimed = claim.mark_rule(color=reported, strokeDash=[5, 3]).encode(y=y)
+    room = claim.mark_point(opacity=0).encode(y="room:Q")
+    claimed_label = claim.mark_text(align="left", baseline="bottom", dy=-3, fontSize=10,
+                                    color=reported).encode(
+        x=alt.value(4), y=y, text="line:N",
+    ).transform_calculate(line="'reported: ' + format(datum.reported_tok_s, ',.0f') + ' / ' + "
+                               "format(datum.base_tok_s, ',.0f') + ' tok/s = ' + "
+                               "format(datum.speedup, '.2f') + 'x'")
+    plot = badged(curve, one, claimed, room, claimed_label, point,
+                  kinds=("modelled", "reported"), width=_SPEC_WIDTH, height=_SPEC_HEIGHT)
+    line = ("'a = ' + format(datum.acceptance_rate, '.2f') + ', k = ' + "
+            "datum.draft_tokens + ', c = ' + format(datum.draft_cost_ratio, '.2f') + "
+            "': ' + format(datum.per_pass, '.2f') + ' tokens per target pass, "
+            "speed-up ' + format(datum.speedup, '.2f') + 'x, ' + "
+            "format(datum.base_tok_s, ',.0f') + ' -> ' + "
+            "format(datum.decode_tok_s, ',.0f') + ' tok/s'")
+    return over_line(plot, part("point"), line, width=_SPEC_WIDTH)
+
+
+@register
+def speculative_explorer() -> Explorer:
+    """Sliders: acceptance rate a, draft tokens k, draft cost ratio c, plain decode rate."""
+    top, cost = int(_DRAFTS[-1]), choosing.DRAFT_COST_RATIO
+    return Explorer(
+        name="hw_speculative", kind="analytic", chapter=CHAPTER,
+        compute=speculative.speculative_decoding, tables=_speculative_tables,
+        chart=_speculative_chart,
+        controls=(
+            Slider("acceptance_rate", "acceptance rate of draft tokens", 0.0, 1.0, 0.01,
+                   default=0.8, grid=(0.5, 0.7, 0.8, 0.9, 0.95, 1.0)),
+            Slider("draft_tokens", "draft tokens per cycle", 0, top, 1, default=4,
+                   grid=(0, 1, 2, 4, 8, 12, top)),
+            Slider("draft_cost_ratio", "draft cost (share of a target step)", 0.0, 1.0, 0.01,
+                   default=cost, grid=(0.0, cost, 0.1, 0.25, 0.5)),
+            Slider("base_decode_tok_per_s", "plain decode rate (tokens per second)", 10, 3000,
+                   10, default=_LAUNCH, grid=(100, _LAUNCH, 1000),
+                   glued="hw_cerebras_launch"),
+        ),
+    )
+
+
+# ---------------------------------------------------------------------- the ranking
+
+_RANK_WIDTH = 520
+#: Each system's row: a line of text over its bar, this many pixels high.
+_RANK_ROW = 40
+_RANK_ENDS = (1, 1e5)
+_RANK_SYSTEMS = [candidate.name for candidate in choosing.CANDIDATES]
+_MEETS, _CANNOT = "meets the promise", "cannot meet it"
+
+
+def _rank_reason(row) -> str:
+    """Why a system has no rate at the promise, in words."""
+    if row["method"] == "refused":
+        return row["note"]  # "does not fit: ... needs N x chip", the number is the point
+    if row["tok_s_per_chip"] == 0:
+        return "cannot meet the promise at any layout"
+    # "no compute peak published in data/hardware.csv: ..." and the like: its first clause.
+    return "not computed: " + row["note"].split(":")[0]
+
+
+def _rank_tables(frame) -> dict[str, dict]:
+    rows = frame.set_index("system").loc[_RANK_SYSTEMS]
+    rates, texts, verdicts = [], [], []
+    for name, row in rows.iterrows():
+        rate = row["tok_s_per_chip"]
+        if rate > 0:
+            usd = row["usd_per_mtok"]
+            cost = f"${usd:.2f} per Mtok" if usd == usd else "no sourced price"
+            texts.append(f"{name}: {rate:,.0f} tok/s per chip, {cost}, "
+                         f"{row['chips']:,.0f} chips for the traffic")
+            rates.append(rate)
+            verdicts.append(_MEETS)
+        else:
+            texts.append(f"{name}: {_rank_reason(row)}")
+            rates.append(math.nan)
+            verdicts.append(_CANNOT)
+    # The ranking's first row is the cheapest system that keeps the promise, or, with no
+    # sourced price among them, the fastest; none keeps it if its rate is not positive.
+    best = frame.iloc[0]
+    title = ("no system meets the promise" if not best["tok_s_per_chip"] > 0 else
+             f"cheapest that meets the promise: {best['system']}"
+             if best["usd_per_mtok"] == best["usd_per_mtok"] else
+             f"meets the promise, no sourced price: {best['system']}")
+    return {
+        "systems": {"system": list(rows.index), "tok_s": rates, "text": texts,
+                    "verdict": verdicts},
+        "title": {"text": [title]},
+    }
+
+
+def _rank_chart(part):
+    import altair as alt
+
+    scale = alt.Scale(type="log", domain=list(_RANK_ENDS), clamp=True)
+    y = alt.Y("system:N", title=None, sort=_RANK_SYSTEMS,
+              scale=alt.Scale(domain=_RANK_SYSTEMS), axis=alt.Axis(labels=False, ticks=False))
+    verdicts = alt.Scale(domain=[_MEETS, _CANNOT], range=[PALETTE[2], "#999999"])
+    systems = part("systems")
+    bars = systems.mark_bar(height=12, yOffset=8).encode(
+        x=alt.X("floor:Q", scale=scale,
+                title="output tokens per second per chip at the promise",
+                axis=alt.Axis(values=[1, 10, 100, 1000, 10000, 100000], format=",~g")),
+        x2="tok_s:Q", y=y,
+        color=alt.Color("verdict:N", scale=verdicts, title=None, legend=None),
+        tooltip=[alt.Tooltip("system:N"),
+                 alt.Tooltip("tok_s:Q", title="tok/s per chip", format=",.0f")],
+    ).transform_calculate(floor=str(_RANK_ENDS[0])).transform_filter("isValid(datum.tok_s)")
+    # Each system's line sits over its bar: the systems that cannot keep the promise in
+    # grey, saying why.
+    lines = systems.mark_text(align="left", baseline="bottom", dy=2, fontSize=12).encode(
+        x=alt.value(0), y=y, text="text:N",
+        color=alt.condition(f"datum.verdict == '{_MEETS}'", alt.value("#222222"),
+                            alt.value("#777777")))
+    plot = alt.layer(bars, lines).properties(width=_RANK_WIDTH,
+                                             height=_RANK_ROW * len(_RANK_SYSTEMS))
+    heading = alt.layer(
+        text_line(part("title"), "datum.text", width=_RANK_WIDTH).mark_text(
+            align="left", baseline="top", fontSize=13, fontWeight="bold"),
+        badge("modelled", width=_RANK_WIDTH))
+    return alt.vconcat(heading, plot, spacing=6)
+
+
+@register
+def rank_explorer() -> Explorer:
+    """Menu and sliders: model, speed each user needs (0: batch work), p99 time to first
+    token, daily volume, prompt and output length (each move runs the serving simulator
+    for every HBM system, cached per value)."""
+    return Explorer(
+        name="hw_rank", kind="simulation", chapter=CHAPTER,
+        compute=choosing.rank_explorer_compute, tables=_rank_tables, chart=_rank_chart,
+        controls=(
+            Choice("model", "model", choosing.RANK_MODELS, default="Llama 3.1 70B"),
+            # The chapter's sweep of the same function reads 5, 10, 25 and 40: the site
+            # shares its runs, and 0 is batch work.
+            Slider("per_user_tok_s", "speed each user needs (tok/s; 0 is batch work)",
+                   0.0, 500.0, 5.0, default=25.0, grid=(0.0, 5.0, 10.0, 25.0, 40.0),
+                   glued="hw_chat_per_user"),
+            # Fixed on the site, as are the lengths: every value more doubles the
+            # simulations the build runs.
+            Slider("ttft_p99_s", "p99 time to first token (s)", 0.1, 10.0, 0.1,
+                   default=2.0, grid=(2.0,)),
+            Slider("log10_tokens_per_day", "output tokens per day (log10)",
+                   _CHAT_VOLUME - 3.6, _CHAT_VOLUME + 2.3, 0.1, default=_CHAT_VOLUME,
+                   grid=(8.0, _CHAT_VOLUME, 10.7)),
+            Slider("prompt_tokens", "prompt length (tokens)", 100.0, 4000.0, 100.0,
+                   default=1000.0, grid=(1000.0,)),
+            Slider("output_tokens", "output length (tokens)", 50.0, 2000.0, 50.0,
+                   default=300.0, grid=(300.0,)),
         ),
     )

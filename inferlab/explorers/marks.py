@@ -1,6 +1,6 @@
 """What several explorers' charts share: the badge that says where their numbers come
-from, a line of text under a chart, and the points a latency distribution is drawn
-through.
+from, a plot with its badge, a line of text under a chart, and the points a latency
+distribution is drawn through.
 
 The same rule as the static figures (:func:`inferlab.plotting.label_kind`): a chart is
 labelled measured, modelled or reported in its top-right corner, in the kind's colour.
@@ -45,6 +45,14 @@ def badge(*kinds: str, width: int):
     return alt.layer(*marks)
 
 
+def badged(*layers, kinds: tuple[str, ...] = ("modelled",), width: int, height: int):
+    """``layers`` drawn together ``width`` by ``height`` pixels, with the :func:`badge` of
+    ``kinds`` in the top-right corner."""
+    import altair as alt
+
+    return alt.layer(*layers, badge(*kinds, width=width)).properties(width=width, height=height)
+
+
 def text_line(chart, expression: str, *, width: int):
     """A line of text under a chart: ``expression`` (Vega) over the one row of ``chart``,
     ``width`` pixels wide, as every explorer writes its numbers out in words."""
@@ -53,3 +61,10 @@ def text_line(chart, expression: str, *, width: int):
     return chart.mark_text(align="left", baseline="top", fontSize=12).encode(
         x=alt.value(0), y=alt.value(0), text="line:N",
     ).transform_calculate(line=expression).properties(width=width, height=16)
+
+
+def over_line(plot, chart, expression: str, *, width: int):
+    """``plot`` with the :func:`text_line` of ``expression`` over ``chart``'s row under it."""
+    import altair as alt
+
+    return alt.vconcat(plot, text_line(chart, expression, width=width), spacing=10)

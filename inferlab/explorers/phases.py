@@ -19,7 +19,7 @@ import numpy as np
 from inferlab import timing
 from inferlab.data import result
 from inferlab.explorers.base import Explorer, Slider, register
-from inferlab.explorers.marks import badge, text_line
+from inferlab.explorers.marks import badged, over_line, text_line
 from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "01_prefill_decode"
@@ -86,8 +86,7 @@ def _timeline_chart(part):
                                   fontSize=11).encode(
         x="ttft_s:Q", y=alt.value(4), text="line:N",
     ).transform_calculate(line="'TTFT ' + format(datum.ttft_ms, ',.0f') + ' ms'")
-    received = alt.layer(tokens, ttft, ttft_label, badge("modelled", width=_WIDTH)).properties(
-        width=_WIDTH, height=220)
+    received = badged(tokens, ttft, ttft_label, width=_WIDTH, height=220)
 
     def line(expression: str):
         return text_line(clocks, expression, width=_WIDTH)
@@ -168,17 +167,16 @@ def _reconcile_chart(part):
     squares = published.mark_square(size=80, color=reported).encode(x=x, y=y)
     names = published.mark_text(align="right", dx=-8, dy=12, fontSize=10,
                                 color=reported).encode(x=x, y=y, text="label:N")
-    plot = alt.layer(curve, decode, room, point, squares, names,
-                     badge("modelled", "reported", width=_WIDTH)).properties(
-        width=_WIDTH, height=260)
-    text = text_line(part("point"), "format(datum.output_tokens, ',') + ' tokens at TTFT ' + "
-                     "format(datum.ttft_ms, ',.0f') + ' ms and decode ' + "
-                     "format(datum.decode_tok_per_s, ',.0f') + ' tok/s: ' + "
-                     "format(datum.rate, ',.1f') + ' tok/s with TTFT' + "
-                     "(isValid(datum.ttft_for_target_ms) ? '; a TTFT of ' + "
-                     "format(datum.ttft_for_target_ms, ',.0f') + ' ms would give "
-                     "exactly ' + format(datum.target_tok_per_s, ',.0f') : '')", width=_WIDTH)
-    return alt.vconcat(plot, text, spacing=10)
+    plot = badged(curve, decode, room, point, squares, names, kinds=("modelled", "reported"),
+                  width=_WIDTH, height=260)
+    line = ("format(datum.output_tokens, ',') + ' tokens at TTFT ' + "
+            "format(datum.ttft_ms, ',.0f') + ' ms and decode ' + "
+            "format(datum.decode_tok_per_s, ',.0f') + ' tok/s: ' + "
+            "format(datum.rate, ',.1f') + ' tok/s with TTFT' + "
+            "(isValid(datum.ttft_for_target_ms) ? '; a TTFT of ' + "
+            "format(datum.ttft_for_target_ms, ',.0f') + ' ms would give "
+            "exactly ' + format(datum.target_tok_per_s, ',.0f') : '')")
+    return over_line(plot, part("point"), line, width=_WIDTH)
 
 
 @register

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from inferlab.explorers.base import REFUSAL, Choice, Control, Explorer, Slider
+from inferlab.explorers.base import REFUSAL, Choice, Control, Explorer, Slider, fixed_on_site
 
 #: Significant figures kept of every precomputed number: more than a chart or a label
 #: shows, and half the bytes of a full float.
@@ -65,8 +65,11 @@ def label(value) -> str:
 
 
 def evenly_spaced(values) -> bool:
-    """Whether numeric grid ``values`` step evenly, so a range slider can walk them."""
+    """Whether numeric grid ``values`` (two or more) step evenly, so a range slider can
+    walk them."""
     steps = np.diff(np.asarray(values, dtype=float))
+    if not len(steps):
+        return False
     return bool(np.all(np.abs(steps - steps[0]) <= 1e-9 * abs(steps[0])))
 
 
@@ -371,7 +374,10 @@ def site_spec(explorer: Explorer) -> tuple[dict, Grid]:
             index = (target.site_values.index(value) if not _ranged(target) else value)
             only_when[PARAM.format(control.name)] = [PARAM.format(other), index]
     spec = chart.to_dict(validate=False)
-    spec["usermeta"] = {"only_when": only_when}
+    # explorers.js disables the inputs of fixed controls: a menu of their one value.
+    spec["usermeta"] = {"only_when": only_when,
+                        "fixed": [PARAM.format(c.name) for c in explorer.controls
+                                  if fixed_on_site(c)]}
     spec["datasets"] = {dataset(name): s.datums for name, s in stored.items()}
     return spec, grid
 
@@ -385,6 +391,11 @@ def _with(chart, transform: dict):
     return chart.transform_calculate(**{transform["as"]: transform["calculate"]})
 
 
+def _listed(items: list[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 def static_html(explorer: Explorer) -> str:
     """The explorer as the site shows it: its chart and controls, its precomputed data
     inline, and a note saying so. ``book/_ext/explorers.py`` loads the scripts that draw it."""
@@ -396,10 +407,15 @@ def static_html(explorer: Explorer) -> str:
              for c in explorer.controls if isinstance(c, Choice)
              and len(c.site_values) < len(c.options)]
     more = f" (here the menus offer {', '.join(fewer)})" if fewer else ""
+    fixed = [f"{c.label} at {label(c.default)}" for c in explorer.controls if fixed_on_site(c)]
+    held = (f" On this page {_listed(fixed)} stay{'s' if len(fixed) == 1 else ''} fixed: "
+            "each value more would multiply the simulations of the book's build."
+            if fixed else "")
     note = (f"On this page the figure moves between values computed when the page was built: "
             f"{grid.count:,} combinations of the values the controls offer, each a result "
-            f"of <code>{html.escape(function)}</code>. Open the chapter as a notebook to "
-            f"compute any other value, with every option{html.escape(more)}.")
+            f"of <code>{html.escape(function)}</code>.{html.escape(held)} Open the chapter "
+            f"as a notebook to compute any other value, with every option"
+            f"{html.escape(more)}.")
     return (f'<div class="inferlab-explorer" data-explorer="{html.escape(explorer.name)}" '
             f'data-bytes="{len(data.encode())}">'
             f'<div class="inferlab-explorer-view"></div>'
