@@ -783,7 +783,8 @@ class System:
     def ceiling_rate_per_s(self, prompts, outputs) -> float:
         """Queries per second no schedule can beat for queries of these lengths: every
         prompt and output token goes once through the matrix multiplies, and a step
-        takes at least their time (:meth:`Replica.matmul_s`), so the replicas can do
+        takes at least their time
+        (:meth:`inferlab.steptime.Replica.matmul_s`), so the replicas can do
         no more than that work per second. Weight reads, attention and overhead only
         lower the real rate.
         """
@@ -1116,10 +1117,11 @@ def find_server_rate(system: System, scenario: str = "Server", *,
                      iterations: int = 10) -> ServerSearch:
     """Bisect for the highest Poisson rate whose run LoadGen would judge valid.
 
-    Between 0 and ``upper_rate_per_s`` (default: 1.2 x :func:`offline_rate_per_s`; a
-    Server run can sit a little above a finite Offline run's rate, whose last
-    batches drain slowly),
-    ``iterations`` halvings; every trial is a full run judged with all the rules
+    Between 0 and ``upper_rate_per_s``, ``iterations`` halvings. The default upper
+    limit starts at 1.2 x :func:`offline_rate_per_s` and doubles for as long as a run
+    at it is still valid: a Server run can sit well above a finite Offline run's
+    rate, whose last batches drain slowly, and a search whose every trial passes has
+    found its limit, not the system's. Every trial is a full run judged with all the rules
     (duration, count, p99 bounds, early stopping), except that a run is abandoned
     once its p99 is certain to miss a bound (see :class:`Trial`); the rate found is
     the same either way. Validity is assumed to fall with the rate, which holds for
@@ -1137,8 +1139,9 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     checks.iterations("iterations", iterations)
     mix = QueryMix() if mix is None else mix
     rules = mlperf_rules(model) if rules is None else rules
-    high = (1.2 * offline_rate_per_s(system, mix, rules) if upper_rate_per_s is None
-            else checks.real("upper_rate_per_s", upper_rate_per_s, low=MIN_SEARCH_RATE_PER_S))
+    given = upper_rate_per_s is not None
+    high = (checks.real("upper_rate_per_s", upper_rate_per_s, low=MIN_SEARCH_RATE_PER_S)
+            if given else 1.2 * offline_rate_per_s(system, mix, rules))
     trials = []
     ticks = progress(range(iterations), label=f"{scenario} rate search, trials")
 
@@ -1152,8 +1155,14 @@ def find_server_rate(system: System, scenario: str = "Server", *,
         return summary.valid, summary
 
     with closing(ticks):
-        rate, best = highest_passing(trial, 0.0, high, iterations=iterations)
-    return ServerSearch(scenario, rate, best, tuple(trials))
+        low, passing = 0.0, None
+        while not given:
+            valid, summary = trial(high)
+            if not valid:
+                break
+            low, passing, high = high, summary, 2 * high
+        rate, best = highest_passing(trial, low, high, iterations=iterations)
+    return ServerSearch(scenario, rate, passing if best is None else best, tuple(trials))
 
 
 # --------------------------------------------------------------------------------------

@@ -264,6 +264,19 @@ def test_server_search_finds_a_valid_rate_below_an_invalid_one():
     assert found.result_tok_s == pytest.approx(found.best.result)
 
 
+def test_a_search_valid_at_its_first_limit_raises_the_limit():
+    # A short run's Offline rate is mostly its last batches draining, far below what the
+    # system sustains: a search capped there would report its cap, not the system.
+    system, rules = lg.example_system(), lg.mlperf_rules(scale=0.05)
+    start = 1.2 * lg.offline_rate_per_s(system, lg.QueryMix(), rules)
+    found = lg.find_server_rate(system, "Server", rules=rules, iterations=6)
+    failed = [trial.rate_per_s for trial in found.trials if not trial.valid]
+    assert found.trials[0].rate_per_s == pytest.approx(start) and found.trials[0].valid
+    assert found.rate_per_s > 2 * start
+    assert failed and min(failed) > found.rate_per_s
+    assert found.best is not None and found.best.valid
+
+
 @pytest.mark.parametrize("scenario", ["Server", "Interactive"])
 def test_a_trial_cut_short_is_one_the_full_run_judges_invalid(scenario):
     # The search abandons a trial once its p99 is certain to miss a bound; the full run
