@@ -1,12 +1,19 @@
 """Write each chapter as a Jupyter notebook (.ipynb) that runs when downloaded on its own.
 
-    python scripts/export_notebooks.py                       # every chapter in _toc.yml
+    jupyter-book build . && python scripts/export_notebooks.py   # every chapter in _toc.yml
     python scripts/export_notebooks.py book/04_tokenizers.md --out /tmp/notebooks
     python scripts/export_notebooks.py --student       # solutions removed
+    python scripts/export_notebooks.py --raw           # roles as written, no build needed
 
 Each chapter (a ``_toc.yml`` file whose name starts with two digits) is converted with
 jupytext, without outputs, to ``<out>/<chapter>.ipynb`` (default out:
-``_build/notebooks``). A setup cell is put first: when the notebook runs in a kernel
+``book/notebooks``, git-ignored and left out of the book, so that ``jupyter lab book/``
+shows it). Its markdown reads as the site does: every glue role is the number the
+built site prints, every citation its author-year text, every ``{numref}`` the figure's
+number (``SiteText`` in ``book/_ext/notebooks.py``), read from the book's last build
+(``--build``, default ``_build``: the Sphinx environment and the glued outputs myst-nb
+kept); a key the build did not glue stops the export. A setup cell is put first: when
+the notebook runs in a kernel
 that cannot import ``inferlab``, it installs the package with ``%pip`` from the
 repository (``inferlab[notebooks] @ git+<repository>``: the package with the libraries
 the chapters import). The package carries the book's tables, sample texts, traces and
@@ -29,15 +36,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from book_toc import toc_chapters  # noqa: E402
-from notebooks import REPOSITORY, export  # noqa: E402
+from notebooks import REPOSITORY, SiteText, export, load_environment  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", type=Path,
                         help="chapter .md files (default: every chapter in _toc.yml)")
-    parser.add_argument("--out", type=Path, default=ROOT / "_build" / "notebooks",
-                        help="output folder (default: _build/notebooks)")
+    parser.add_argument("--out", type=Path, default=ROOT / "book" / "notebooks",
+                        help="output folder (default: book/notebooks)")
+    parser.add_argument("--build", type=Path, default=ROOT / "_build",
+                        help="the book build whose numbers fill the text (default: _build)")
+    parser.add_argument("--raw", action="store_true",
+                        help="keep the glue, citation, numref and term roles as written "
+                             "(no build needed)")
     parser.add_argument("--repository", default=REPOSITORY,
                         help=f"repository the setup cell installs from (default: {REPOSITORY})")
     parser.add_argument("--student", action="store_true",
@@ -52,7 +64,21 @@ def main(argv: list[str] | None = None) -> int:
         from editions import strip_solutions
 
         transform = strip_solutions
-    for path in export(chapters, args.out.resolve(), args.repository, transform):
+    site = None
+    try:
+        if not args.raw:
+            env = load_environment(args.build.resolve())
+            texts = {chapter: SiteText.of(env, chapter.stem) for chapter in chapters}
+            for chapter, text in texts.items():
+                glued = Path(text.where)
+                if glued.is_file() and glued.stat().st_mtime < chapter.stat().st_mtime:
+                    print(f"warning: {chapter} changed after the build that glued "
+                          f"{glued}: its numbers may be out of date", file=sys.stderr)
+            site = texts.__getitem__
+        written = export(chapters, args.out.resolve(), args.repository, transform, site)
+    except ValueError as error:
+        parser.error(str(error))
+    for path in written:
         print(path)
     return 0
 

@@ -5,7 +5,12 @@
   notebooks extra and then imports it; in a kernel that has ``inferlab`` it installs
   nothing. The note above it shows the same ``pip install`` command.
 - An exported chapter starts with those cells, and ``--repository`` changes where the
-  cell installs from.
+  cell installs from (``--raw``: its roles as written, as jupytext converts them).
+- Its markdown reads as the site prints it: each glue role the value myst-nb formats,
+  each citation sphinxcontrib-bibtex's author-year text, each ``{numref}`` the figure's
+  number and each ``{term}`` its text; a key the build did not glue stops the export.
+- The site's notebook and ``export_notebooks.py`` over the same build show the number
+  the built page shows for a known glue key, and no chapter keeps a raw role (``build``).
 - An exported chapter executes from a folder outside the repository (``build``).
 - A one-page book built with ``book/_ext/notebooks.py`` offers the notebook on the
   page and in the download button, and a student build strips its solutions (``build``).
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -24,7 +30,7 @@ import jupytext
 import nbformat
 import pytest
 import yaml
-from conftest import MYST_HEADER, ROOT, build_book, write_one_page_book
+from conftest import MYST_HEADER, ROOT, build_book, glued, write_one_page_book
 from IPython.core.inputtransformer2 import TransformerManager
 from nbclient import NotebookClient
 
@@ -101,14 +107,14 @@ def test_setup_note_shows_the_install_command():
 def test_export_installs_from_the_repository_it_is_given(tmp_path):
     fork = "https://example.org/someone/tokens-per-second"
     assert export_notebooks.main([str(CHAPTER), "--out", str(tmp_path), "--repository",
-                                  fork]) == 0
+                                  fork, "--raw"]) == 0
     nb = nbformat.read(tmp_path / f"{CHAPTER.stem}.ipynb", as_version=4)
     assert f'%pip install --quiet "inferlab[notebooks] @ git+{fork}"' in nb.cells[1].source
     assert notebooks.REPOSITORY not in nb.cells[0].source + nb.cells[1].source
 
 
 def test_exported_notebook_starts_with_the_setup_cells_and_has_no_outputs(tmp_path):
-    assert export_notebooks.main([str(CHAPTER), "--out", str(tmp_path)]) == 0
+    assert export_notebooks.main([str(CHAPTER), "--out", str(tmp_path), "--raw"]) == 0
     path = tmp_path / f"{CHAPTER.stem}.ipynb"
     nb = nbformat.read(path, as_version=4)
     nbformat.validate(nb)
@@ -121,10 +127,49 @@ def test_exported_notebook_starts_with_the_setup_cells_and_has_no_outputs(tmp_pa
 
 
 def test_student_export_has_no_solutions(tmp_path):
-    export_notebooks.main([str(CHAPTER), "--out", str(tmp_path), "--student"])
+    export_notebooks.main([str(CHAPTER), "--out", str(tmp_path), "--student", "--raw"])
     text = (tmp_path / f"{CHAPTER.stem}.ipynb").read_text(encoding="utf8")
     assert "{exercise}" in text
     assert "solution-start" not in text and "solution-end" not in text
+
+
+def _site_text(**plain: str) -> notebooks.SiteText:
+    """What a build printed for page 01_page, whose glued outputs' text/plain forms are
+    ``plain``, over the book's bibliography, with one numbered figure."""
+    glue = {key: {"data": {"text/plain": text}} for key, text in plain.items()}
+    return notebooks.SiteText("01_page", glue, "01_page.glue.json",
+                              *notebooks.bibliography([ROOT / "book" / "references.bib"]),
+                              {"fig-a": "Fig. 1.2"})
+
+
+def test_markdown_reads_as_the_site_prints_it():
+    site = _site_text(tflop="989.4000000000001", share="0.4567", chip="'H200'",
+                      tokens="21494.0")
+    markdown = ("Both do {glue:text}`tflop:,.1f` TFLOP/s, {glue:text}`share:.0%` of it on "
+                "the {glue:text}`chip` at {glue:text}`tokens:,.0f` tokens ({numref}`fig-a`); "
+                "the {term}`roofline <Roofline>` {cite:p}`williams2009roofline,kwon2023vllm` "
+                "of {cite:t}`williams2009roofline`.")
+    kwon = site.formatted["kwon2023vllm"].label  # as the bibliography labels it, lettered
+    assert site.fill(markdown) == (
+        "Both do 989.4 TFLOP/s, 46% of it on the H200 at 21,494 tokens (Fig. 1.2); the "
+        f"roofline [Williams et al., 2009; {kwon}] of Williams et al. [2009].")
+
+
+def test_a_role_the_build_cannot_fill_stops_the_export():
+    site = _site_text(tflop="989.4")
+    with pytest.raises(ValueError, match=r"'watts'.*01_page\.glue\.json"):
+        site.fill("{glue:text}`watts:.0f` W")
+    with pytest.raises(ValueError, match="'nobody2099'"):
+        site.fill("{cite:p}`nobody2099`")
+    with pytest.raises(ValueError, match="'fig-b'"):
+        site.fill("{numref}`fig-b`")
+
+
+def test_export_without_a_build_says_to_build_first(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        export_notebooks.main([str(CHAPTER), "--out", str(tmp_path), "--build",
+                               str(tmp_path / "_build")])
+    assert "build the book first" in capsys.readouterr().err
 
 
 @pytest.mark.build
@@ -195,3 +240,40 @@ def test_student_book_notebooks_have_no_solutions(tmp_path):
     text = (build.html / "notebooks" / "01_page.ipynb").read_text(encoding="utf8")
     assert "What is six times seven?" in text
     assert "SECRET-ANSWER" not in text
+
+
+# A glue key of chapter 2 and its format in the chapter: the H200's memory bandwidth.
+GLUED_CHAPTER, GLUED_KEY, GLUED_FORMAT = "02_bandwidth_floor", "bw_h200_tb_s", ".2f"
+RAW_ROLE = re.compile(r"\{(glue|cite|numref|term)[:a-z]*\}`")
+
+
+def _markdown(nb) -> str:
+    return "\n".join(cell.source for cell in nb.cells if cell.cell_type == "markdown")
+
+
+@pytest.mark.build
+def test_notebooks_show_the_numbers_the_site_shows(built_book, tmp_path):
+    page = (built_book.html / "book" / f"{GLUED_CHAPTER}.html").read_text(encoding="utf8")
+    value = format(glued(built_book, GLUED_CHAPTER)[GLUED_KEY], GLUED_FORMAT)
+    assert f'<span class="pasted-text">{value}</span>' in page
+    # Where the chapter writes the role, the notebook has the page's number: the text
+    # between the previous role (or the cell's start) and this one, then the number.
+    role = f"{{glue:text}}`{GLUED_KEY}:{GLUED_FORMAT}`"
+    source = (ROOT / "book" / f"{GLUED_CHAPTER}.md").read_text(encoding="utf8")
+    before = source.split(role)[0].rsplit("`", 1)[-1].rsplit("\n\n", 1)[-1]
+    site = nbformat.read(built_book.html / "notebooks" / f"{GLUED_CHAPTER}.ipynb", as_version=4)
+    assert before + value in _markdown(site)
+    # The figure the chapter's first {numref} names, numbered as on the page.
+    label = re.search(r"\{numref\}`([^`]+)`", source).group(1)
+    number = re.search(rf'href="#{label}"><span class="std std-numref">([^<]+)</span>',
+                       page).group(1)
+    assert f"{number} " in _markdown(site)
+    # The command line, over the same build, writes the same notebooks.
+    assert export_notebooks.main(["--out", str(tmp_path), "--build",
+                                  str(built_book.html.parent)]) == 0
+    for path in sorted(tmp_path.glob("*.ipynb")):
+        exported = _markdown(nbformat.read(path, as_version=4))
+        assert exported == _markdown(nbformat.read(built_book.html / "notebooks" / path.name,
+                                                   as_version=4)), path.name
+        left = RAW_ROLE.findall(exported)
+        assert not left, f"{path.name} still has raw roles: {sorted(set(left))}"

@@ -11,13 +11,25 @@ otherwise does nothing. In the student edition (``inferlab_edition = "student"``
 ``editions.py``) solutions are removed from the notebooks too.
 ``scripts/export_notebooks.py`` writes the same notebooks from the command line.
 
+JupyterLab cannot resolve a markdown cell's glue, citation and cross-reference roles
+(jupyterlab-myst shows a glue role's key, a citation's key), so the notebook's text says
+what the site says instead (:class:`SiteText`, from the build's Sphinx environment):
+each glue role becomes the value the site prints, read from the glued outputs myst-nb
+stored for the site (``<jupyter_execute>/book/<chapter>.glue.json``) and formatted by
+myst-nb's own ``format_plain_text``; each ``{cite:p}``/``{cite:t}`` role the citation
+the site prints, written by sphinxcontrib-bibtex's ``format_references`` in the book's
+referencing style (``citations.py``); each ``{numref}`` the figure's number, as Sphinx
+numbers it; each ``{term}`` its text.
+
 Config values: ``inferlab_repository``, the repository the setup cell installs from.
 """
 
 from __future__ import annotations
 
 import re
+import types
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import jupytext
@@ -56,27 +68,180 @@ import inferlab
 """
 
 
-def setup_cells(repository: str = REPOSITORY) -> list:
-    """The markdown note and the code cell that open every exported notebook."""
+# Added to the setup note of a notebook whose roles were filled in from the site.
+FILLED_MARKDOWN = """
+The numbers in the text are the ones the book's site computed when it was built;
+running the cells computes your own (cells that time this machine will differ).
+"""
+
+
+def setup_cells(repository: str = REPOSITORY, filled: bool = False) -> list:
+    """The markdown note and the code cell that open every exported notebook; ``filled``
+    says the text's numbers are the site's."""
     requirement = REQUIREMENT.format(repository=repository)
+    note = SETUP_MARKDOWN.format(requirement=requirement) + (FILLED_MARKDOWN if filled else "")
     return [
-        nbformat.v4.new_markdown_cell(SETUP_MARKDOWN.format(requirement=requirement),
-                                      metadata={"tags": ["setup"]}),
+        nbformat.v4.new_markdown_cell(note, metadata={"tags": ["setup"]}),
         nbformat.v4.new_code_cell(SETUP_CODE.format(requirement=requirement),
                                   metadata={"tags": ["setup"]}),
     ]
 
 
+# --------------------------------------------------------------------------- the site's text
+
+# myst-nb's glue roles ({glue}, {glue:any}, {glue:text}, {glue:md}), sphinxcontrib-bibtex's
+# citations ({cite:p}, {cite:t}) and Sphinx's {numref} and {term}, with what is between the
+# backticks.
+_GLUE_ROLE = re.compile(r"\{glue(?::(any|text|md))?\}`([^`]+)`")
+_CITE_ROLE = re.compile(r"\{cite:(p|t)\}`([^`]+)`")
+_NUMREF_ROLE = re.compile(r"\{numref\}`([^`]+)`")
+_TERM_ROLE = re.compile(r"\{term\}`([^`<]+?)\s*(?:<[^`>]+>)?`")
+
+#: Where a book build keeps its Sphinx environment, under its ``_build`` folder.
+ENVIRONMENT = Path(".doctrees") / "environment.pickle"
+
+
+def bibliography(bibfiles: list[Path]) -> tuple[dict, dict]:
+    """The entries of ``bibfiles`` by key, and each one formatted by the book's style
+    (``citations.LetteredStyle``: lettered labels over every entry, as the bibliography
+    page, ``:all:``, lists them)."""
+    from citations import LetteredStyle  # the sibling extension, on the same path
+    from pybtex.database import BibliographyData, parse_file
+
+    bib = BibliographyData()
+    for path in bibfiles:
+        bib.add_entries(parse_file(str(path)).entries.items())
+    style = LetteredStyle()
+    entries = list(style.sort(bib.entries.values()))
+    return dict(bib.entries), {e.key: f for e, f in zip(entries, style.format_entries(entries),
+                                                      strict=True)}
+
+
+def load_environment(build: Path):
+    """The Sphinx environment a book build left in ``build`` (its ``_build`` folder)."""
+    import pickle
+
+    path = build / ENVIRONMENT
+    if not path.is_file():
+        raise ValueError(f"build: no book build in {build} (no {ENVIRONMENT}); build the "
+                         f"book first (jupyter-book build .)")
+    with path.open("rb") as file:
+        return pickle.load(file)
+
+
+@dataclass(frozen=True)
+class SiteText:
+    """What the site prints for one chapter's glue, citation, figure and term roles.
+
+    ``glue``: the chapter's glued outputs by key, as myst-nb stored them for the site's
+    cross-page glue; ``where``: the file they came from (named when a key is missing);
+    ``entries`` and ``formatted``: :func:`bibliography`; ``numbers``: every numbered
+    target's label with the text ``{numref}`` prints for it ("Fig. 2.1").
+    """
+
+    chapter: str
+    glue: dict
+    where: str
+    entries: dict
+    formatted: dict
+    numbers: dict
+
+    @classmethod
+    def of(cls, env, chapter: str) -> SiteText:
+        """Chapter ``chapter`` (a file stem in ``book/``) as the build whose Sphinx
+        environment is ``env`` printed it."""
+        from myst_nb.ext.glue.crossref import read_glue_cache
+
+        folder = env.mystnb_config.output_folder
+        read_glue_cache.cache_clear()  # a later build may have rewritten the file
+        glue = read_glue_cache(folder, f"book/{chapter}")
+        bibfiles = [Path(env.srcdir) / name for name in env.config.bibtex_bibfiles]
+        # Sphinx's numref: the target's number in its document, in numfig_format.
+        numbers = {}
+        for label, (docname, labelid, *_) in env.domaindata["std"]["labels"].items():
+            for kind, numbered in env.toc_fignumbers.get(docname, {}).items():
+                if labelid in numbered and kind in env.config.numfig_format:
+                    number = ".".join(map(str, numbered[labelid]))
+                    numbers[label] = env.config.numfig_format[kind] % number
+        return cls(chapter, glue, str(Path(folder) / "book" / f"{chapter}.glue.json"),
+                   *bibliography(bibfiles), numbers)
+
+    def _output(self, key: str) -> dict:
+        if "::" in key:
+            raise ValueError(f"{self.chapter}: glue role {key!r} pastes from another page, "
+                             f"which an exported notebook cannot show")
+        if key not in self.glue:
+            raise ValueError(f"{self.chapter}: no glued value {key!r} in {self.where}; "
+                             f"build the book (jupyter-book build .) before exporting")
+        return self.glue[key]["data"]
+
+    def glue_role(self, kind: str | None, content: str) -> str:
+        """The text myst-nb's role ``{glue:<kind>}`content``` puts in the page."""
+        from myst_nb.core.variables import format_plain_text
+
+        if kind == "text":  # "key:format", split at the last colon as myst-nb's role does
+            key, fmt = content.rsplit(":", 1) if ":" in content else (content, "s")
+            return format_plain_text(self._output(key)["text/plain"], fmt)
+        if kind == "md":  # "key" or "key:markdown-flavour"
+            return self._output(content.rsplit(":", 1)[0])["text/markdown"]
+        data = self._output(content)
+        if "text/markdown" in data:
+            return data["text/markdown"]
+        return format_plain_text(data["text/plain"], "")
+
+    def citation(self, kind: str, keys: str) -> str:
+        """The text sphinxcontrib-bibtex's ``{cite:<kind>}`keys``` puts in the page:
+        "[Kwon et al., 2023; Williams et al., 2009]", or "Kwon et al. [2023]"."""
+        import pybtex_docutils
+        from citations import LetteredAuthorYear
+        from sphinxcontrib.bibtex.style.referencing import format_references
+        from sphinxcontrib.bibtex.style.template import SphinxReferenceInfo
+
+        # The link each citation gets on the site is dropped; only its text is kept.
+        builder = types.SimpleNamespace(name="notebook", get_relative_uri=lambda *_: "")
+        references = []
+        for key in (k.strip() for k in keys.split(",")):
+            if key not in self.entries:
+                raise ValueError(f"{self.chapter}: citation {key!r} is not in the "
+                                 f"bibliography")
+            info = SphinxReferenceInfo(builder, self.chapter, "bibliography", key, None, "",
+                                       "")
+            references.append((self.entries[key], self.formatted[key], info))
+        text = format_references(LetteredAuthorYear(), kind, references)
+        return "".join(node.astext() for node in text.render(pybtex_docutils.Backend()))
+
+    def number(self, label: str) -> str:
+        """The text ``{numref}`label``` puts in the page: "Fig. 2.1"."""
+        if label not in self.numbers:
+            raise ValueError(f"{self.chapter}: {{numref}} target {label!r} has no number in "
+                             f"the build")
+        return self.numbers[label]
+
+    def fill(self, markdown: str) -> str:
+        """``markdown`` with every glue, citation, numref and term role replaced by the
+        text the site shows (a term without its link to the glossary)."""
+        markdown = _GLUE_ROLE.sub(lambda m: self.glue_role(m.group(1), m.group(2)), markdown)
+        markdown = _CITE_ROLE.sub(lambda m: self.citation(m.group(1), m.group(2)), markdown)
+        markdown = _NUMREF_ROLE.sub(lambda m: self.number(m.group(1)), markdown)
+        return _TERM_ROLE.sub(lambda m: m.group(1), markdown)
+
+
 def chapter_notebook(chapter: Path, repository: str = REPOSITORY,
-                     transform: Callable[[str], str] | None = None) -> nbformat.NotebookNode:
+                     transform: Callable[[str], str] | None = None,
+                     site: SiteText | None = None) -> nbformat.NotebookNode:
     """The chapter as a notebook: jupytext's conversion with the setup cells first.
 
     ``transform`` rewrites the MyST text before conversion (the student edition strips
-    solutions with it).
+    solutions with it). With ``site``, the glue and citation roles of the markdown cells
+    read as the site prints them (:meth:`SiteText.fill`).
     """
     text = chapter.read_text(encoding="utf8")
     nb = jupytext.reads(transform(text) if transform else text, fmt="md:myst")
-    nb.cells = setup_cells(repository) + nb.cells
+    if site is not None:
+        for cell in nb.cells:
+            if cell.cell_type == "markdown":
+                cell.source = site.fill(cell.source)
+    nb.cells = setup_cells(repository, filled=site is not None) + nb.cells
     nb.metadata.pop("jupytext", None)  # a plain notebook, not paired with the .md file
     nb.metadata.setdefault("kernelspec", {"display_name": "Python 3", "language": "python",
                                           "name": "python3"})
@@ -84,13 +249,16 @@ def chapter_notebook(chapter: Path, repository: str = REPOSITORY,
 
 
 def export(chapters: list[Path], out: Path, repository: str = REPOSITORY,
-           transform: Callable[[str], str] | None = None) -> list[Path]:
-    """Write ``<out>/<chapter>.ipynb`` for each chapter; return the paths written."""
+           transform: Callable[[str], str] | None = None,
+           site: Callable[[Path], SiteText] | None = None) -> list[Path]:
+    """Write ``<out>/<chapter>.ipynb`` for each chapter; return the paths written.
+    ``site(chapter)``, if given, is the chapter's :class:`SiteText`."""
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for chapter in chapters:
         target = out / f"{chapter.stem}.ipynb"
-        nbformat.write(chapter_notebook(chapter, repository, transform), target)
+        nb = chapter_notebook(chapter, repository, transform, site(chapter) if site else None)
+        nbformat.write(nb, target)
         written.append(target)
     return written
 
@@ -138,7 +306,7 @@ def _write(app, exception) -> None:
     chapters = [Path(app.env.doc2path(name)) for name in sorted(app.env.found_docs)
                 if is_chapter(name)]
     export(chapters, Path(app.outdir) / FOLDER, app.config.inferlab_repository,
-           _transform(app.config))
+           _transform(app.config), lambda chapter: SiteText.of(app.env, chapter.stem))
 
 
 def setup(app):
