@@ -408,7 +408,7 @@ def static_html(explorer: Explorer) -> str:
              and len(c.site_values) < len(c.options)]
     more = f" (here the menus offer {', '.join(fewer)})" if fewer else ""
     fixed = [f"{c.label} at {label(c.default)}" for c in explorer.controls if fixed_on_site(c)]
-    held = (f" On this page {_listed(fixed)} stay{'s' if len(fixed) == 1 else ''} fixed: "
+    held = (f" Here {_listed(fixed)} stay{'s' if len(fixed) == 1 else ''} fixed: "
             "each value more would multiply the simulations of the book's build."
             if fixed else "")
     note = (f"On this page the figure moves between values computed when the page was built: "
