@@ -11,12 +11,16 @@ A :class:`Stack` fixes them for one serving stack (TensorRT-LLM at FP8 on Hopper
 TensorRT-LLM at FP4 on Blackwell, vLLM on ROCm). Of the five, two are fitted per
 stack and three are stated assumptions:
 
-- ``compute_efficiency`` is fitted so that the stack's *Offline* anchor result is
+- ``compute_efficiency`` is fitted so that the stack's *Offline* anchor is
   reproduced (Offline is compute-bound on every GPU here, so it pins the FLOP/s);
 - ``step_overhead_s`` is fitted so that the stack's *latency-bound* anchor
   (Interactive where the stack has one, else Server) is reproduced: a fixed cost
   is negligible in a 100 ms Server step and a large share of a 30 ms Interactive
   step, so it is what the latency bound measures;
+
+an anchor being the median of every audited row of one configuration (accelerator,
+count, format, scenario and stack, :func:`row_key`), whoever submitted it, so that no
+single submitter's tuning sets a stack;
 - ``memory_efficiency`` 0.8, ``overlap`` 1 (the ideal roofline) and an all-reduce hop
   of 5 microseconds are assumed, not fitted (:data:`ASSUMED`).
 

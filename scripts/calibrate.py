@@ -5,7 +5,11 @@
 For each stack in :data:`ANCHORS`, ``step_overhead_s`` is bisected so that the
 predicted latency-bound anchor (Interactive, else Server) matches the audited
 figure, and inside every trial ``compute_efficiency`` is bisected so that the
-predicted Offline anchor matches its figure. Everything else is
+predicted Offline anchor matches its figure. An anchor's figure is the median of
+every audited row the model cannot tell apart from the named one (same accelerator,
+count, format, scenario and stack: :func:`inferlab.calibration.row_key`), the figure
+``benchmarks/model_accuracy.py`` compares with, so that one submitter's tuning does
+not set a stack; ``fitted_on`` lists all of those rows. Everything else is
 :data:`inferlab.calibration.ASSUMED`. Runs use :data:`inferlab.predict.FIT_RULES`
 (Server and Interactive cut to a 120-second minimum duration, Offline at MLPerf's own
 rules), as the accuracy benchmark does. Takes about twenty minutes on two cores;
@@ -16,11 +20,12 @@ from __future__ import annotations
 
 import argparse
 import csv
+import statistics
 import sys
 from pathlib import Path
 
 from inferlab.bisection import bisect
-from inferlab.calibration import ASSUMED, Stack, stack
+from inferlab.calibration import ASSUMED, Stack, row_key, stack
 from inferlab.data import DATA_DIR, load_table
 from inferlab.predict import FIT_RULES, predict
 
@@ -44,6 +49,18 @@ FIXED_COST_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
 #: Search ranges: compute efficiency and fixed cost per step (seconds).
 EFFICIENCY_RANGE = (0.05, 1.0)
 OVERHEAD_RANGE = (0.0, 0.100)
+
+
+def anchor(table, row_id: str) -> dict:
+    """Row ``row_id`` of ``table`` with ``tokens_per_s`` the median of its group (the rows
+    of the same :func:`~inferlab.calibration.row_key`) and ``ids`` the group's ids."""
+    named = table.loc[row_id].to_dict()
+    key, reason = row_key(named)
+    if key is None:
+        raise ValueError(f"anchor {row_id}: {reason}")
+    group = [row for row in table.to_dict("records") if row_key(row)[0] == key]
+    return {**named, "tokens_per_s": statistics.median(row["tokens_per_s"] for row in group),
+            "ids": tuple(sorted(row["id"] for row in group))}
 
 
 def _predicted(row: dict, candidate: Stack) -> float:
@@ -70,7 +87,7 @@ def fit(name: str, offline: dict, bounded: dict | None,
         overhead = (fitted[source] if fitted and source in fitted
                     else stack(source)).step_overhead_s
         found = with_overhead(overhead)
-        return (Stack(name, found.compute_efficiency, overhead, fitted_on=(offline["id"],)),
+        return (Stack(name, found.compute_efficiency, overhead, fitted_on=offline["ids"]),
                 f" The fixed cost is the {source} stack's, not fitted here.")
 
     def bounded_at(overhead_s: float) -> float:
@@ -105,7 +122,7 @@ def fit(name: str, offline: dict, bounded: dict | None,
         print(f"  {name}: {edge.strip()}", flush=True)
     found = with_overhead(overhead)
     return Stack(name, found.compute_efficiency, overhead,
-                 fitted_on=(offline["id"], bounded["id"])), edge
+                 fitted_on=offline["ids"] + bounded["ids"]), edge
 
 
 def main(argv=None) -> int:
@@ -127,8 +144,8 @@ def main(argv=None) -> int:
             continue
         print(f"fitting {name} on {offline_id}" + (f" and {bounded_id}" if bounded_id else ""),
               flush=True)
-        bounded = None if bounded_id is None else table.loc[bounded_id].to_dict()
-        found, edge = fit(name, table.loc[offline_id].to_dict(), bounded, fitted)
+        bounded = None if bounded_id is None else anchor(table, bounded_id)
+        found, edge = fit(name, anchor(table, offline_id), bounded, fitted)
         fitted[name] = found
         rows.append({
             "name": name,
@@ -140,8 +157,9 @@ def main(argv=None) -> int:
             "fitted_on": "; ".join(found.fitted_on),
             "source": "fitted by scripts/calibrate.py on the rows named in fitted_on "
                       "(data/mlperf_llama2_70b.csv)",
-            "note": ("compute_efficiency reproduces the Offline row"
-                     + (", step_overhead_ms the latency-bound row" if bounded_id else "")
+            "note": ("compute_efficiency reproduces the median of the Offline rows"
+                     + (", step_overhead_ms that of the latency-bound rows" if bounded_id
+                        else "")
                      + "; memory_efficiency, overlap and allreduce_latency_us are assumed "
                      "(inferlab.calibration.ASSUMED)." + edge),
         })
