@@ -54,8 +54,8 @@ def groups(table):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rules", choices=("fit", "mlperf"), default="fit",
-                        help="fit: the calibration's rules (Server and Interactive cut to 120 s); "
-                        "mlperf: the real 600 s rules")
+                        help="fit: the calibration's rules (inferlab.predict.FIT_RULES, "
+                        "MLPerf's own today); mlperf: MLPerf's rules whatever FIT_RULES say")
     args = parser.parse_args()
     table = load_table("mlperf_llama2_70b")
     fitted = {row_id for known in stacks().values() for row_id in known.fitted_on}
