@@ -138,6 +138,9 @@ MAX_QUERIES = 10**6
 #: a mistyped rate whose simulation would hold a mostly unserved queue.
 MAX_OVERLOAD = 10.0
 
+#: Queries whose mean lengths set the compute ceiling a rate search stops at.
+CEILING_SAMPLE = 10_000
+
 #: The longest minimum duration a run's rules may ask for, a day (144 times MLPerf's).
 MAX_DURATION_S = 86_400.0
 
@@ -1121,7 +1124,9 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     limit starts at 1.2 x :func:`offline_rate_per_s` and doubles for as long as a run
     at it is still valid: a Server run can sit well above a finite Offline run's
     rate, whose last batches drain slowly, and a search whose every trial passes has
-    found its limit, not the system's. Every trial is a full run judged with all the rules
+    found its limit, not the system's. It stops at :data:`MAX_OVERLOAD` times the
+    compute ceiling (:meth:`System.ceiling_rate_per_s`), and a run valid even there
+    is returned as found at that rate. Every trial is a full run judged with all the rules
     (duration, count, p99 bounds, early stopping), except that a run is abandoned
     once its p99 is certain to miss a bound (see :class:`Trial`); the rate found is
     the same either way. Validity is assumed to fall with the rate, which holds for
@@ -1154,13 +1159,19 @@ def find_server_rate(system: System, scenario: str = "Server", *,
         trials.append(Trial(rate, summary.valid, summary.ttft_p99_s, summary.tpot_p99_s))
         return summary.valid, summary
 
+    # A very short run can pass far past saturation; the doubling stops where
+    # run_scenario would refuse the rate.
+    most = MAX_OVERLOAD * system.ceiling_rate_per_s(*mix.lengths(CEILING_SAMPLE))
     with closing(ticks):
         low, passing = 0.0, None
-        while not given:
+        while not given and low < most:
+            high = min(high, most)
             valid, summary = trial(high)
             if not valid:
                 break
             low, passing, high = high, summary, 2 * high
+        if low >= most:
+            return ServerSearch(scenario, low, passing, tuple(trials))
         rate, best = highest_passing(trial, low, high, iterations=iterations)
     return ServerSearch(scenario, rate, passing if best is None else best, tuple(trials))
 

@@ -277,6 +277,19 @@ def test_a_search_valid_at_its_first_limit_raises_the_limit():
     assert found.best is not None and found.best.valid
 
 
+def test_the_raised_limit_stops_where_run_scenario_would_refuse_the_rate():
+    # A quarter-second run passes at any rate its queue can absorb in that time; the
+    # search stops at the largest rate run_scenario accepts instead of growing forever.
+    system = lg.example_system()
+    rules = lg.RunRules(min_duration_s=0.25, min_queries=100, offline_min_samples=100,
+                        confidence=0.5)
+    most = lg.MAX_OVERLOAD * system.ceiling_rate_per_s(*lg.QueryMix().lengths(
+        lg.CEILING_SAMPLE))
+    found = lg.find_server_rate(system, "Server", rules=rules, iterations=4)
+    assert max(trial.rate_per_s for trial in found.trials) == pytest.approx(most)
+    assert found.rate_per_s == pytest.approx(most) and found.best.valid
+
+
 @pytest.mark.parametrize("scenario", ["Server", "Interactive"])
 def test_a_trial_cut_short_is_one_the_full_run_judges_invalid(scenario):
     # The search abandons a trial once its p99 is certain to miss a bound; the full run
