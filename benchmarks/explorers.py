@@ -49,15 +49,12 @@ ROOT = Path(__file__).resolve().parents[1]
 _SIZE = re.compile(r'class="inferlab-explorer" data-explorer="[^"]+" data-bytes="(\d+)"')
 
 
-#: How long after an input a chart may stay as it was before the move counts as one that
-#: changed nothing: a simulation explorer computes for seconds first.
-PATIENCE_MS = {"analytic": lab.SETTLE_MS, "simulation": 15_000, "measurement": 15_000}
-
-
-def control_moves(page, name: str, control, moves: int, kind: str) -> list[float]:
-    """Redraw times of ``moves`` moves of one control that changed the chart."""
+def control_moves(page, name: str, control, moves: int, busy) -> list[float]:
+    """Redraw times of ``moves`` moves of one control that changed the chart; a move
+    counts as one that changed nothing only once the kernel is idle (``busy``), since a
+    simulation explorer computes for seconds first."""
     times: list[float] = []
-    wait = {"patience_ms": PATIENCE_MS[kind], "timeout_s": 40}
+    wait = {"busy": busy, "timeout_s": 60}
     if isinstance(control, Text):
         for _ in range(moves):  # one more word each time
             ms = lab.redraw_ms(page, name, lambda: lab.type_text(page, name, control.label,
@@ -110,7 +107,8 @@ def benchmark(chapter: Path, moves: int, chromium: str) -> int:
                 if control.only_when is not None:
                     switch = explorer.control(control.only_when[0])
                     lab.choose(page, name, switch.label, str(control.only_when[1]))
-                times = control_moves(page, name, control, moves, explorer.kind)
+                times = control_moves(page, name, control, moves,
+                                      lambda: lab.kernel_busy(server))
                 if switch is not None:
                     lab.choose(page, name, switch.label, str(switch.default))
                 everything += times
@@ -127,7 +125,10 @@ def benchmark(chapter: Path, moves: int, chromium: str) -> int:
             if explorer.kind == "analytic" and not median_ms <= 100:
                 missed += 1
         if errors:
-            print(f"console errors in {chapter.name}: {errors}", flush=True)
+            # jupyterlab-myst logs its unresolved cross-references on every render.
+            unique = sorted({line for error in errors for line in error.splitlines()})
+            print(f"console errors in {chapter.name}: {len(errors)}, {len(unique)} distinct "
+                  f"lines: {unique}", flush=True)
     return missed
 
 

@@ -262,23 +262,37 @@ def type_text(page, name: str, label: str, text: str) -> None:
     page.keyboard.type(text)
 
 
-def redraw_ms(page, name: str, move, timeout_s: float = 10,
-              patience_ms: float = SETTLE_MS) -> float | None:
+def kernel_busy(server: Lab) -> bool:
+    """Whether the lab's kernel is handling a message (a cell, or a widget's change)."""
+    import json
+
+    with urllib.request.urlopen(f"{server.url}/api/kernels", timeout=5) as response:
+        return any(k["execution_state"] == "busy" for k in json.load(response))
+
+
+def redraw_ms(page, name: str, move, timeout_s: float = 10, busy=None) -> float | None:
     """Run ``move()`` (an input to explorer ``name``) and return the milliseconds from its
-    input event to the chart's last change, or ``None`` if the chart did not change
-    within ``patience_ms`` of the input (give a simulation explorer, which computes for
-    seconds, more than the :data:`SETTLE_MS` an analytic one needs)."""
+    input event to the chart's last change, or ``None`` if the chart did not change.
+
+    The chart is done once it has stayed still for :data:`SETTLE_MS`. With ``busy`` (a
+    function saying whether the kernel is still computing, :func:`kernel_busy`), a
+    chart still unchanged then counts as unchanged only once the kernel has been idle
+    as long too: a simulation explorer computes for seconds before it redraws."""
     page.locator(f".inferlab-explorer-{name} .vega-embed").first.evaluate(_WATCH)
     move()
+    idle_since = None
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         time.sleep(0.05)
         started, changed, now, differs = page.evaluate(_STATE)
         if not started:
             continue
-        if changed > started and now - changed > SETTLE_MS:
+        computing = busy is not None and busy()
+        idle_since = None if computing else (now if idle_since is None else idle_since)
+        quiet = idle_since is not None and now - idle_since > SETTLE_MS
+        if changed > started and now - changed > SETTLE_MS and (busy is None or quiet):
             return changed - started if differs else None
-        if changed <= started and now - started > max(patience_ms, SETTLE_MS):
+        if changed <= started and now - started > SETTLE_MS and (busy is None or quiet):
             return None
     raise RuntimeError(f"{name}: its chart was still changing after {timeout_s} s")
 
