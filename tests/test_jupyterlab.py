@@ -68,6 +68,7 @@ def test_chapter_two_runs_in_jupyterlab_and_its_explorer_recomputes(browser):
 
 @pytest.mark.build
 def test_the_exported_chapter_reads_as_the_site_in_jupyterlab(browser, built_book):
+    assert built_book.returncode == 0, built_book.log[-3000:]
     notebook = built_book.html / "notebooks" / f"{CHAPTER.stem}.ipynb"
     # The text before the chapter's first bw_h200_tb_s role, and the number the site prints.
     role = "{glue:text}`bw_h200_tb_s:.2f`"

@@ -8,7 +8,8 @@
   cell installs from (``--raw``: its roles as written, as jupytext converts them).
 - Its markdown reads as the site prints it: each glue role the value myst-nb formats,
   each citation sphinxcontrib-bibtex's author-year text, each ``{numref}`` the figure's
-  number and each ``{term}`` its text; a key the build did not glue stops the export.
+  number and each ``{term}`` and ``{func}`` its text; a key the build did not glue stops
+  the export.
 - The site's notebook and ``export_notebooks.py`` over the same build show the number
   the built page shows for a known glue key, and no chapter keeps a raw role (``build``).
 - An exported chapter executes from a folder outside the repository (``build``).
@@ -148,11 +149,13 @@ def test_markdown_reads_as_the_site_prints_it():
     markdown = ("Both do {glue:text}`tflop:,.1f` TFLOP/s, {glue:text}`share:.0%` of it on "
                 "the {glue:text}`chip` at {glue:text}`tokens:,.0f` tokens ({numref}`fig-a`); "
                 "the {term}`roofline <Roofline>` {cite:p}`williams2009roofline,kwon2023vllm` "
-                "of {cite:t}`williams2009roofline`.")
+                "of {cite:t}`williams2009roofline` ({func}`~inferlab.roofline.attainable`, "
+                "{func}`inferlab.roofline.attainable`).")
     kwon = site.formatted["kwon2023vllm"].label  # as the bibliography labels it, lettered
     assert site.fill(markdown) == (
         "Both do 989.4 TFLOP/s, 46% of it on the H200 at 21,494 tokens (Fig. 1.2); the "
-        f"roofline [Williams et al., 2009; {kwon}] of Williams et al. [2009].")
+        f"roofline [Williams et al., 2009; {kwon}] of Williams et al. [2009] "
+        "(`attainable()`, `inferlab.roofline.attainable()`).")
 
 
 def test_a_role_the_build_cannot_fill_stops_the_export():
@@ -244,7 +247,7 @@ def test_student_book_notebooks_have_no_solutions(tmp_path):
 
 # A glue key of chapter 2 and its format in the chapter: the H200's memory bandwidth.
 GLUED_CHAPTER, GLUED_KEY, GLUED_FORMAT = "02_bandwidth_floor", "bw_h200_tb_s", ".2f"
-RAW_ROLE = re.compile(r"\{(glue|cite|numref|term)[:a-z]*\}`")
+RAW_ROLE = re.compile(r"\{(glue|cite|numref|term|func)[:a-z]*\}`")
 
 
 def _markdown(nb) -> str:
@@ -253,6 +256,7 @@ def _markdown(nb) -> str:
 
 @pytest.mark.build
 def test_notebooks_show_the_numbers_the_site_shows(built_book, tmp_path):
+    assert built_book.returncode == 0, built_book.log[-3000:]
     page = (built_book.html / "book" / f"{GLUED_CHAPTER}.html").read_text(encoding="utf8")
     value = format(glued(built_book, GLUED_CHAPTER)[GLUED_KEY], GLUED_FORMAT)
     assert f'<span class="pasted-text">{value}</span>' in page

@@ -19,7 +19,7 @@ stored for the site (``<jupyter_execute>/book/<chapter>.glue.json``) and formatt
 myst-nb's own ``format_plain_text``; each ``{cite:p}``/``{cite:t}`` role the citation
 the site prints, written by sphinxcontrib-bibtex's ``format_references`` in the book's
 referencing style (``citations.py``); each ``{numref}`` the figure's number, as Sphinx
-numbers it; each ``{term}`` its text.
+numbers it; each ``{term}`` and ``{func}`` its text.
 
 Config values: ``inferlab_repository``, the repository the setup cell installs from.
 """
@@ -90,12 +90,14 @@ def setup_cells(repository: str = REPOSITORY, filled: bool = False) -> list:
 # --------------------------------------------------------------------------- the site's text
 
 # myst-nb's glue roles ({glue}, {glue:any}, {glue:text}, {glue:md}), sphinxcontrib-bibtex's
-# citations ({cite:p}, {cite:t}) and Sphinx's {numref} and {term}, with what is between the
-# backticks.
+# citations ({cite:p}, {cite:t}) and Sphinx's {numref}, {term} and {func}, with what is
+# between the backticks.
 _GLUE_ROLE = re.compile(r"\{glue(?::(any|text|md))?\}`([^`]+)`")
 _CITE_ROLE = re.compile(r"\{cite:(p|t)\}`([^`]+)`")
 _NUMREF_ROLE = re.compile(r"\{numref\}`([^`]+)`")
 _TERM_ROLE = re.compile(r"\{term\}`([^`<]+?)\s*(?:<[^`>]+>)?`")
+# Sphinx's {func}: "~" keeps the last name; the page adds "()" (add_function_parentheses).
+_FUNC_ROLE = re.compile(r"\{func\}`(~?)([\w.]+)`")
 
 #: Where a book build keeps its Sphinx environment, under its ``_build`` folder.
 ENVIRONMENT = Path(".doctrees") / "environment.pickle"
@@ -218,12 +220,20 @@ class SiteText:
         return self.numbers[label]
 
     def fill(self, markdown: str) -> str:
-        """``markdown`` with every glue, citation, numref and term role replaced by the
-        text the site shows (a term without its link to the glossary)."""
+        """``markdown`` with every glue, citation, numref, term and func role replaced by
+        the text the site shows (without the link a term or function has there)."""
         markdown = _GLUE_ROLE.sub(lambda m: self.glue_role(m.group(1), m.group(2)), markdown)
         markdown = _CITE_ROLE.sub(lambda m: self.citation(m.group(1), m.group(2)), markdown)
         markdown = _NUMREF_ROLE.sub(lambda m: self.number(m.group(1)), markdown)
+        markdown = _FUNC_ROLE.sub(_function, markdown)
         return _TERM_ROLE.sub(lambda m: m.group(1), markdown)
+
+
+def _function(match: re.Match) -> str:
+    """What Sphinx shows for ``{func}`name```: the name as code with "()" after it, only its
+    last part when it starts with "~"."""
+    name = match.group(2).rsplit(".", 1)[-1] if match.group(1) else match.group(2)
+    return f"`{name}()`"
 
 
 def chapter_notebook(chapter: Path, repository: str = REPOSITORY,
