@@ -17,12 +17,12 @@ stack and three are stated assumptions:
   (Interactive where the stack has one, else Server) is reproduced: a fixed cost
   is negligible in a 100 ms Server step and a large share of a 30 ms Interactive
   step, so it is what the latency bound measures;
-
-an anchor being the median of every audited row of one configuration (accelerator,
-count, format, scenario and stack, :func:`row_key`), whoever submitted it, so that no
-single submitter's tuning sets a stack;
 - ``memory_efficiency`` 0.8, ``overlap`` 1 (the ideal roofline) and an all-reduce hop
   of 5 microseconds are assumed, not fitted (:data:`ASSUMED`).
+
+An anchor is the median of every audited row of one configuration (accelerator,
+count, format, scenario and stack, :func:`row_key`), whoever submitted it, so that no
+single submitter's tuning sets a stack.
 
 The fitted values live in ``data/stacks.csv`` with the ids of the rows they were
 fitted on; ``python scripts/calibrate.py`` refits and rewrites them, and
