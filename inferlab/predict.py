@@ -61,8 +61,8 @@ from inferlab.steptime import replica
 #: The LoadGen benchmark of each model the predictor knows a query mix for.
 BENCHMARKS = {"Llama 2 70B": "llama2-70b"}
 
-#: The rules the calibration and the accuracy benchmark run, by scenario: MLPerf's own
-#: (600 s minimum), in every scenario. Shorter runs mislead twice over. LoadGen's Server
+#: The rules the calibration and the accuracy benchmark run in each scenario, which are
+#: MLPerf's own (600 s minimum) in every one. Shorter runs mislead twice over. LoadGen's Server
 #: result divides the tokens by the time the last *issued* query finishes, so a long
 #: last answer stretches a short run: at 120 s the modelled 8x H200 Server result swung
 #: from 30,121 to 38,487 tok/s between rates 2 % apart, where at 600 s it moves by 2 %.
