@@ -1,6 +1,6 @@
 """Score the serving model against every audited MLPerf Llama 2 70B result in data/.
 
-    python benchmarks/model_accuracy.py [--rules fit|mlperf]
+    python benchmarks/model_accuracy.py [--rules fit|mlperf] [--stack NAME ...]
 
 Each row of ``data/mlperf_llama2_70b.csv`` whose software the book models
 (:data:`inferlab.calibration.STACK_OF`) and whose accelerator is in
@@ -56,6 +56,9 @@ def main() -> None:
     parser.add_argument("--rules", choices=("fit", "mlperf"), default="fit",
                         help="fit: the calibration's rules (inferlab.predict.FIT_RULES, "
                         "MLPerf's own today); mlperf: MLPerf's rules whatever FIT_RULES say")
+    parser.add_argument("--stack", action="append", metavar="NAME",
+                        help="score only the groups of this stack (repeatable), e.g. after "
+                        "refitting it with scripts/calibrate.py --stack NAME")
     args = parser.parse_args()
     table = load_table("mlperf_llama2_70b")
     fitted = {row_id for known in stacks().values() for row_id in known.fitted_on}
@@ -64,6 +67,8 @@ def main() -> None:
     start = time.perf_counter()
     for key, rows in sorted(found.items()):
         chip, chips, precision, scenario, name = key
+        if args.stack and name not in args.stack:
+            continue
         reported = statistics.median(row["tokens_per_s"] for row in rows)
         try:
             result = predict(chip, chips, "Llama 2 70B", precision, scenario,

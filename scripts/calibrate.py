@@ -11,8 +11,8 @@ count, format, scenario and stack: :func:`inferlab.calibration.row_key`), the fi
 ``benchmarks/model_accuracy.py`` compares with, so that one submitter's tuning does
 not set a stack; ``fitted_on`` lists all of those rows. Everything else is
 :data:`inferlab.calibration.ASSUMED`. Runs use :data:`inferlab.predict.FIT_RULES`
-(MLPerf's own rules in every scenario), as the accuracy benchmark does. Takes about twenty minutes on two cores;
-prints each trial.
+(MLPerf's own rules in every scenario), as the accuracy benchmark does. Takes about
+twenty minutes a stack on two cores; prints each trial.
 """
 
 from __future__ import annotations
