@@ -138,7 +138,7 @@ MAX_QUERIES = 10**6
 #: a mistyped rate whose simulation would hold a mostly unserved queue.
 MAX_OVERLOAD = 10.0
 
-#: Queries whose mean lengths set the compute ceiling a rate search stops at.
+#: Queries whose mean lengths set the compute ceiling past which a rate is refused.
 CEILING_SAMPLE = 10_000
 
 #: The longest minimum duration a run's rules may ask for, a day (144 times MLPerf's).
@@ -981,14 +981,13 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
         if rate_per_s is None:
             raise ValueError(f"rate_per_s: the {scenario} scenario needs a target rate")
         rate = checks.positive("rate_per_s", rate_per_s)
-        n = queries or server_query_count(rate, mix, rules)
-        ceiling = system.ceiling_rate_per_s(*mix.lengths(n))
-        if rate > MAX_OVERLOAD * ceiling:
+        most = _most_rate_per_s(system, mix)
+        if rate > most:
             raise ValueError(
                 f"rate_per_s: {rate:,.1f} queries/s is more than {MAX_OVERLOAD:g} times the "
-                f"{ceiling:,.1f} queries/s {system.name} could complete even if it only "
-                f"multiplied matrices; give at most {MAX_OVERLOAD * ceiling:,.1f}")
-        log = _poisson_run(system, mix, rate, n)
+                f"{most / MAX_OVERLOAD:,.1f} queries/s {system.name} could complete even if "
+                f"it only multiplied matrices; give at most {most:,.1f}")
+        log = _poisson_run(system, mix, rate, queries or server_query_count(rate, mix, rules))
     elif scenario == "Offline":
         n = queries or _offline_count(system, mix, rules)
         prompts, outputs = mix.lengths(n)
@@ -1010,6 +1009,12 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
             past = int(np.searchsorted(log.issued_s, rules.min_duration_s, side="left")) + 1
             log = log.head(max(floor, past))
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
+
+
+def _most_rate_per_s(system: System, mix: QueryMix) -> float:
+    """The highest Server or Interactive rate a run may ask for: :data:`MAX_OVERLOAD`
+    times the compute ceiling at the mean lengths of the mix's first queries."""
+    return MAX_OVERLOAD * system.ceiling_rate_per_s(*mix.lengths(CEILING_SAMPLE))
 
 
 def _single_stream(system: System, mix: QueryMix, n: int) -> QueryLog:
@@ -1161,7 +1166,7 @@ def find_server_rate(system: System, scenario: str = "Server", *,
 
     # A very short run can pass far past saturation; the doubling stops where
     # run_scenario would refuse the rate.
-    most = MAX_OVERLOAD * system.ceiling_rate_per_s(*mix.lengths(CEILING_SAMPLE))
+    most = _most_rate_per_s(system, mix)
     with closing(ticks):
         low, passing = 0.0, None
         while not given and low < most:
