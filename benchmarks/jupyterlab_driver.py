@@ -112,6 +112,8 @@ def lab(chapters: list[Path], timeout_s: float = 120):
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}",
          "--ServerApp.ip=127.0.0.1", "--IdentityProvider.token=", "--ServerApp.password=",
+         # window.jupyterapp, so that a run is started by the lab's own command.
+         "--LabApp.expose_app_in_browser=True",
          f"--ServerApp.root_dir={folder}", "--allow-root"],
         stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -165,21 +167,26 @@ def open_and_run(browser, server: Lab, chapter: str, expected: list[str],
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(server.notebook_url(chapter))
     page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=120_000)
-    page.wait_for_function("() => document.querySelector('.jp-Notebook')"
-                           " && !document.querySelector('.jp-Dialog')", timeout=60_000)
-    _wait_for_kernel(page)
     started = "() => [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]" \
               ".some(p => /\\[(\\*|\\d+)\\]/.test(p.textContent))"
-    for _ in range(3):  # a click while the page still settles can miss the menu
-        page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
-        page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    for _ in range(3):
+        # A dialog can open late on a busy machine (a kernel still being chosen or
+        # restarted) and would swallow the run's command; clear it first.
+        _clear_dialogs(page, server, chapter)
+        _wait_for_kernel(page)
+        _clear_dialogs(page, server, chapter)
+        # The lab's own command rather than clicks on its menu, which a page still
+        # settling can miss.
+        # Not awaited: its promise settles only when the last cell has run.
+        page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
         try:
             page.wait_for_function(started, timeout=20_000)
             break
         except PlaywrightError:
-            page.keyboard.press("Escape")
+            pass
     else:
-        raise RuntimeError(f"{chapter}: Run All Cells did not start the run")
+        raise RuntimeError(f"{chapter}: Run All Cells did not start the run; "
+                           f"{_lab_state(page, server)}")
     # The run is over when every code cell shows its execution count: "[*]" is pending,
     # "[ ]" not run yet.
     deadline = time.monotonic() + timeout_s
@@ -208,10 +215,47 @@ def open_and_run(browser, server: Lab, chapter: str, expected: list[str],
     return page, errors
 
 
+# Dialogs JupyterLab may raise on its own while a notebook opens, and the button that
+# lets the run go on: the kernel the chapter names is the one preselected, and a kernel
+# that restarted is idle again once acknowledged. Any other dialog fails the run, named.
+_PASSING_DIALOGS = {"Select Kernel": "accept", "Kernel Restarting": "accept",
+                    "Server Connection Error": "reject"}
+
+
+def _clear_dialogs(page, server: Lab, chapter: str, wait_s: float = 30) -> None:
+    """Answer the dialogs of :data:`_PASSING_DIALOGS`; wait ``wait_s`` for any other to
+    close by itself, then raise with its text and the lab's log."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        dialog = page.locator(".jp-Dialog")
+        if not dialog.count():
+            return
+        title = dialog.first.locator(".jp-Dialog-header").text_content(timeout=5_000) or ""
+        button = _PASSING_DIALOGS.get(title.strip())
+        if button is not None:
+            dialog.first.locator(f".jp-Dialog-button.jp-mod-{button}").first.click(
+                timeout=10_000)
+        elif time.monotonic() > deadline:
+            raise RuntimeError(f"{chapter}: a dialog covers the notebook; "
+                               f"{_lab_state(page, server)}")
+        time.sleep(0.5)
+
+
+def _lab_state(page, server: Lab) -> str:
+    """What a failed run left on the page, and the end of the lab's log."""
+    dialog, kernel = page.evaluate("""() => [
+        document.querySelector('.jp-Dialog')?.innerText,
+        document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status]""")
+    log = (server.root / "jupyterlab.log").read_text(errors="replace")[-2000:]
+    return f"dialog: {dialog!r}, kernel: {kernel!r}, the lab's log ends:\n{log}"
+
+
 def _wait_for_kernel(page) -> None:
+    # The notebook's own session, not the toolbar's indicator, which reads "idle" before
+    # the kernel is connected: a run started then finds "Session has no kernel".
     page.wait_for_function(
-        "() => { const i = document.querySelector('.jp-Notebook-ExecutionIndicator');"
-        " return i && /idle/i.test(i.getAttribute('data-status') || i.title || ''); }",
+        "() => { const k = window.jupyterapp?.shell.currentWidget?.sessionContext?.session"
+        "?.kernel; return !!k && k.status === 'idle' && k.connectionStatus === 'connected'; }",
         timeout=120_000)
 
 
