@@ -8,18 +8,21 @@ For each chapter (by default every chapter with an explorer registered in
 as a notebook in headless Chromium (the system one), runs every cell, then moves each
 control of each explorer ``--moves`` times: a slider one step right and back, a menu to
 its next option (a move that leaves the figure as it was, say between fp8 and int8,
-which weigh the same, is not counted), a text box one more word. A control that
-applies only while another has some value (``only_when``) is moved with that value
-chosen. Each redraw is timed from the input event to the chart's last change
+which weigh the same, is not counted), a text box one more key (of the word " more").
+A control that applies only while another has some value (``only_when``) is moved with
+that value chosen. Each redraw is timed from the input event to the chart's last change
 (``benchmarks/jupyterlab_driver.py``). Printed:
 
-    explorer=NAME kind=K median_ms=X moves=N first_ms=F
-      control="LABEL" median_ms=X moves=N first_ms=F
+    explorer=NAME kind=K median_ms=X moves=N first_ms=F [walk_ms=W]
+      control="LABEL" median_ms=X moves=N first_ms=F [walk_median_ms=W walk_moves=M]
 
 ``first_ms`` is the median over controls of each one's first move, to a value the
 kernel has not computed before: a simulation explorer remembers the values it has run
-(the ranking explorer's searches are cached), so its later moves back and forth are
-faster than a reader's first visit to a value. A control the site fixes
+and, after a move, computes the neighbouring ones in the background
+(``inferlab.explorers.prefetch``), so its later moves back and forth are lookups. For
+such an explorer each slider also walks ``--moves`` steps in one direction, each to a
+value never shown, waiting for the chart to settle in between: ``walk_ms`` (per control,
+``walk_median_ms``) is what a reader stepping along it meets. A control the site fixes
 (``fixed_on_site``) is moved like any other: the notebook moves it.
 
 and, for each chapter page of the built site (``--site``, a ``jupyter-book build``'s
@@ -46,6 +49,8 @@ import jupyterlab_driver as lab  # noqa: E402
 from inferlab.explorers import Choice, Text, registered_explorers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
+#: What is typed into a text box, one key a move: a word more at a time.
+_TYPED = " more"
 _SIZE = re.compile(r'class="inferlab-explorer" data-explorer="[^"]+" data-bytes="(\d+)"')
 
 
@@ -56,11 +61,16 @@ def control_moves(page, name: str, control, moves: int, busy) -> list[float]:
     times: list[float] = []
     wait = {"busy": busy, "timeout_s": 60}
     if isinstance(control, Text):
-        for _ in range(moves):  # one more word each time
-            ms = lab.redraw_ms(page, name, lambda: lab.type_text(page, name, control.label,
-                                                                 " more"), **wait)
+        # One keystroke a move, as a slider's move is one step: the text box sends its
+        # value on every key. The cursor goes to the end first, untimed.
+        lab.to_end(page, name, control.label)
+        for step in range(3 * moves):
+            key = _TYPED[step % len(_TYPED)]
+            ms = lab.redraw_ms(page, name, lambda k=key: page.keyboard.type(k), **wait)
             if ms is not None:
                 times.append(ms)
+            if len(times) == moves:
+                break
         return times
     if isinstance(control, Choice):
         offered = lab.options(page, name, control.label)
@@ -91,6 +101,26 @@ def control_moves(page, name: str, control, moves: int, busy) -> list[float]:
     return times
 
 
+def walk_moves(page, name: str, control, moves: int, busy) -> list[float]:
+    """Redraw times of ``moves`` steps of a slider in one direction, each to a value not
+    shown before: what a simulation explorer's prefetch (``inferlab.explorers.prefetch``)
+    is for. Each step waits for the chart to settle, as a reader pausing on it would."""
+    times: list[float] = []
+    key = "ArrowRight"
+    for attempt in range(moves + 1):
+        ms = lab.redraw_ms(page, name, lambda k=key: lab.press(page, name, control.label, k),
+                           busy=busy, timeout_s=60)
+        if ms is None and attempt == 0:
+            key = "ArrowLeft"  # at the end of its range
+            continue
+        if ms is None:
+            break
+        times.append(ms)
+        if len(times) == moves:
+            break
+    return times
+
+
 def benchmark(chapter: Path, moves: int, chromium: str) -> int:
     """Print the redraw medians of every explorer of ``chapter``; returns how many
     analytic explorers missed 100 ms."""
@@ -101,7 +131,7 @@ def benchmark(chapter: Path, moves: int, chromium: str) -> int:
         page, errors = lab.open_and_run(browser, server, chapter.name, expected)
         for name in lab.explorers(page):
             explorer = registry[name]
-            everything, firsts, lines = [], [], []
+            everything, firsts, lines, walks = [], [], [], []
             for control in explorer.controls:
                 switch = None
                 if control.only_when is not None:
@@ -109,18 +139,26 @@ def benchmark(chapter: Path, moves: int, chromium: str) -> int:
                     lab.choose(page, name, switch.label, str(control.only_when[1]))
                 times = control_moves(page, name, control, moves,
                                       lambda: lab.kernel_busy(server))
+                walk = []
+                if explorer.kind == "simulation" and not isinstance(control, (Choice, Text)):
+                    walk = walk_moves(page, name, control, moves,
+                                      lambda: lab.kernel_busy(server))
+                    walks += walk
                 if switch is not None:
                     lab.choose(page, name, switch.label, str(switch.default))
                 everything += times
                 firsts += times[:1]
                 median = f"{statistics.median(times):.1f}" if times else "nan"
                 first = f"{times[0]:.1f}" if times else "nan"
+                walked = (f" walk_median_ms={statistics.median(walk):.1f} walk_moves={len(walk)}"
+                          if walk else "")
                 lines.append(f'  control="{control.label}" median_ms={median} '
-                             f"moves={len(times)} first_ms={first}")
+                             f"moves={len(times)} first_ms={first}{walked}")
             median_ms = statistics.median(everything) if everything else float("nan")
             first_ms = statistics.median(firsts) if firsts else float("nan")
+            walked = f" walk_ms={statistics.median(walks):.1f}" if walks else ""
             print(f"explorer={name} kind={explorer.kind} median_ms={median_ms:.1f} "
-                  f"moves={len(everything)} first_ms={first_ms:.1f}", flush=True)
+                  f"moves={len(everything)} first_ms={first_ms:.1f}{walked}", flush=True)
             print("\n".join(lines), flush=True)
             if explorer.kind == "analytic" and not median_ms <= 100:
                 missed += 1

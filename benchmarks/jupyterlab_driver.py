@@ -300,10 +300,14 @@ def press(page, name: str, label: str, key: str) -> None:
 
 def type_text(page, name: str, label: str, text: str) -> None:
     """Type ``text`` at the end of the text box labelled ``label``."""
-    box = widget(page, name, label).locator("textarea")
-    box.focus()
-    page.keyboard.press("End")
+    to_end(page, name, label)
     page.keyboard.type(text)
+
+
+def to_end(page, name: str, label: str) -> None:
+    """Put the cursor at the end of the text box labelled ``label``."""
+    widget(page, name, label).locator("textarea").focus()
+    page.keyboard.press("End")
 
 
 def kernel_busy(server: Lab) -> bool:

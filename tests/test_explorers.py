@@ -371,21 +371,62 @@ def test_a_control_that_applies_only_with_another_is_greyed_out_until_then():
                                .site_values.index("custom bandwidth")]}
 
 
-def _small_explorer(**controls) -> Explorer:
-    """An explorer of ``y = a x`` with its controls' grids as given."""
+def _small_explorer(kind: str = "analytic", calls: list | None = None,
+                    **controls) -> Explorer:
+    """An explorer of ``y = a x`` with its controls' grids as given; each computation's
+    arguments are appended to ``calls``."""
     made = {"a": Slider("a", "slope", 0.0, 4.0, 0.5, default=1.0, grid=(1.0, 2.0)),
             "x": Slider("x", "input", 0.0, 10.0, 1.0, default=2.0, grid=(2.0,)), **controls}
 
     def line(a: float, x: float) -> dict:
+        if calls is not None:
+            calls.append((a, x))
         return {"y": a * x}
 
     import altair as alt
 
-    return Explorer(name="small", kind="analytic", chapter="02_bandwidth_floor",
+    return Explorer(name="small", kind=kind, chapter="02_bandwidth_floor",
                     controls=tuple(made.values()), compute=line,
                     tables=lambda result: {"point": {"y": [result["y"]]}},
                     chart=lambda part: part("point").mark_text().encode(
                         text="y:Q", x=alt.value(0), y=alt.value(0)))
+
+
+def test_a_simulation_explorer_computes_the_next_moves_ahead_and_remembers_them():
+    from inferlab.explorers.live import LiveView
+
+    calls: list = []
+    view = LiveView(_small_explorer(kind="simulation", calls=calls))
+    assert calls == [(1.0, 2.0)], "nothing is computed ahead before the first move"
+    view.controls["a"].value = 1.5
+    assert view.memo.idle(timeout_s=30)
+    # One and two steps either way of each slider, within its range.
+    ahead = {(1.5, 3.0), (1.5, 1.0), (2.0, 2.0), (1.0, 2.0), (1.5, 4.0), (1.5, 0.0),
+             (2.5, 2.0), (0.5, 2.0)}
+    assert set(calls) == {(1.0, 2.0), (1.5, 2.0)} | ahead
+    assert all({"a": a, "x": x} in view.memo for a, x in ahead)
+    computed = len(calls)
+    view.controls["a"].value = 2.0  # computed ahead: shown without computing again
+    assert view.view.values["point"] == [{"y": 4.0}]
+    assert calls[computed:].count((2.0, 2.0)) == 0
+    view.controls["x"].value = 9.0  # nowhere near: computed live
+    assert view.view.values["point"] == [{"y": 18.0}]
+    assert view.memo.idle(timeout_s=30)
+    assert len(calls) == len(set(calls)), "a value was computed twice"
+
+
+def test_neighbours_stay_in_range_and_skip_a_greyed_out_control():
+    from inferlab.explorers.prefetch import neighbours
+
+    explorer = _small_explorer()
+    near = neighbours(explorer, {"a": 0.0, "x": 10.0})
+    assert near[:2] == [{"a": 0.5, "x": 10.0}, {"a": 0.0, "x": 9.0}]
+    assert all(0 <= v["a"] <= 4 and 0 <= v["x"] <= 10 for v in near)
+    floor = REGISTRY["bw_floor"]
+    values = floor.defaults()
+    assert not floor.active(floor.control("bandwidth_tb_s"), values)
+    assert all(v["bandwidth_tb_s"] == values["bandwidth_tb_s"]
+               for v in neighbours(floor, values))
 
 
 def test_a_control_the_site_fixes_is_shown_disabled_and_named_in_the_note():

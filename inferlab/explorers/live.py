@@ -22,6 +22,7 @@ import numpy as np
 import traitlets
 
 from inferlab.explorers.base import REFUSAL, Choice, Explorer, Slider, Text
+from inferlab.explorers.prefetch import Memo, neighbours
 from inferlab.explorers.vega import bundle
 
 # The widget's module: the Vega bundle (which sets window.vegaEmbed), then this.
@@ -88,11 +89,16 @@ def widget(control) -> w.ValueWidget:
 
 
 class LiveView:
-    """An explorer's controls and chart in a notebook, recomputing as the controls move."""
+    """An explorer's controls and chart in a notebook, recomputing as the controls move.
+
+    A simulation explorer remembers what it computed and, once a control has moved,
+    computes the neighbouring values in the background (:mod:`inferlab.explorers.prefetch`).
+    """
 
     def __init__(self, explorer: Explorer) -> None:
         self.explorer = explorer
         self.controls = {control.name: widget(control) for control in explorer.controls}
+        self.memo = Memo(self._compute) if explorer.kind == "simulation" else None
         first = self.tables()
         self.parts = [name for name in first if name != REFUSAL]
         import altair as alt
@@ -116,8 +122,12 @@ class LiveView:
 
     def tables(self) -> dict[str, list[dict]]:
         """Every dataset of the chart at the controls' values, as rows."""
+        values = self.values()
+        return self._compute(values) if self.memo is None else self.memo.get(values)
+
+    def _compute(self, values: dict) -> dict[str, list[dict]]:
         try:
-            tables = self.explorer.tables_at(**self.values())
+            tables = self.explorer.tables_at(**values)
         except ValueError as error:
             parts = getattr(self, "parts", [])
             return {**{name: [] for name in parts},
@@ -128,6 +138,9 @@ class LiveView:
         """Recompute from the controls and swap the chart's data."""
         self._grey_out()
         self.view.values = self.tables()
+        if self.memo is not None:
+            values = self.values()
+            self.memo.ahead(neighbours(self.explorer, values))
 
     def _grey_out(self) -> None:
         values = self.values()
