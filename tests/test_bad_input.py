@@ -300,6 +300,9 @@ GOOD = {
     "explorers.tables": lambda: _explorer().tables, "explorers.chart": lambda: _explorer().chart,
     "explorers.factory": lambda: _explorer, "explorers.registry": lambda: {},
     "explorers.values": lambda: {"speed": 10.0},
+    "explorers.explorer": lambda: _explorer(), "explorers.candidates": lambda: [],
+    "explorers.timeout_s": 1.0, "explorers.limit": 8,
+    "explorers.prefetch.Memo.compute": lambda: (lambda values: values),
     "explorers.part": lambda: (lambda name: __import__("altair").Chart(
         __import__("altair").Data(name=name))),
     "data.load_table.name": "hardware",

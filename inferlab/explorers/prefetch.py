@@ -16,6 +16,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 
+from inferlab import checks
 from inferlab.explorers.base import Choice, Explorer, Slider
 
 #: Tables kept per explorer. Each is a few hundred rows; a long session of moves stays
@@ -36,7 +37,13 @@ def key(values: dict) -> tuple:
 def neighbours(explorer: Explorer, values: dict) -> list[dict]:
     """The values one move away from ``values`` (each other option of a menu, each linear
     slider that applies one step either way), then those ``REACH`` steps away; nearest
-    first."""
+    first. ``values`` holds a value for every control of ``explorer``."""
+    checks.instance("explorer", explorer, Explorer)
+    missing = [c.name for c in explorer.controls if c.name not in values] \
+        if isinstance(values, dict) else None
+    if missing is None or missing:
+        raise ValueError(f"values: needs a value for every control of {explorer.name} "
+                         f"({', '.join(c.name for c in explorer.controls)}); got {values!r}")
     found: list[dict] = []
     for distance in range(1, REACH + 1):
         for control in explorer.controls:
@@ -66,8 +73,10 @@ class Memo:
     """
 
     def __init__(self, compute: Callable[[dict], dict], limit: int = LIMIT) -> None:
+        if not callable(compute):
+            raise ValueError(f"compute: {compute!r} is not callable")
         self._compute = compute
-        self._limit = limit
+        self._limit = checks.whole("limit", limit)
         self._done: OrderedDict = OrderedDict()
         self._wanted: list[dict] = []
         self._working_on: tuple | None = None
@@ -95,7 +104,9 @@ class Memo:
 
     def ahead(self, candidates: list[dict]) -> None:
         """Compute ``candidates`` in the background, in order, dropping what an earlier
-        call asked for and has not started."""
+        call asked for and has not started. ``candidates`` is a list of values."""
+        if not isinstance(candidates, list) or not all(isinstance(c, dict) for c in candidates):
+            raise ValueError(f"candidates: expected a list of dicts of values, got {candidates!r}")
         with self._lock:
             self._wanted = [c for c in candidates if key(c) not in self._done]
             self._lock.notify_all()
@@ -107,7 +118,8 @@ class Memo:
 
     def idle(self, timeout_s: float) -> bool:
         """Wait up to ``timeout_s`` for the background thread to finish what it was given;
-        whether it did."""
+        whether it did. ``timeout_s`` is a finite number of seconds >= 0."""
+        timeout_s = checks.non_negative("timeout_s", timeout_s)
         with self._lock:
             return self._lock.wait_for(lambda: not self._wanted and self._working_on is None,
                                        timeout=timeout_s)
