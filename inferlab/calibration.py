@@ -33,6 +33,7 @@ Used in chapter 'Batching'; :mod:`inferlab.predict` takes its stacks from here.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cache
 
@@ -133,6 +134,10 @@ ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] 
 DEFAULT_ENGINE = {"max_batch": 2048, "token_budget": 2048, "chunked_prefill": True}
 
 
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value)) or value == ""
+
+
 @cache
 def _engine_rows() -> dict[tuple[str, str, str, str], dict]:
     frame = load_table("mlperf_engine_configs")
@@ -146,7 +151,9 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str) -> dict:
     Read from the reference submission's configuration (:data:`ENGINE_REFERENCE`):
     ``max_batch`` (requests per engine), ``token_budget`` (tokens per step, decode and
     prompt together: TensorRT-LLM's ``max_num_tokens``, vLLM's
-    ``max_num_batched_tokens``) and ``chunked_prefill``, plus ``source``. A chunked
+    ``max_num_batched_tokens``), ``chunked_prefill``, and where the engine has them
+    ``scheduler_steps`` and ``min_prefill_queries`` (:class:`~inferlab.scheduler.Scheduler`),
+    plus ``source``. A chunked
     engine can run at most one decode token per request per step, so its batch is
     capped at the token budget. "not recorded" chunking (v5.0 Interactive files) is
     taken as on, as the same engines' v5.1 files set it. Stacks or scenarios without a
@@ -162,8 +169,10 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str) -> dict:
         chunked = row["chunked_prefill"] != "no"
         batch = int(row["max_batch"])
         budget = int(row["max_tokens_per_step"])
+        rounds = {name: 1 if _blank(row[name]) else int(row[name])
+                  for name in ("scheduler_steps", "min_prefill_queries")}
         return {"max_batch": min(batch, budget) if chunked else batch,
-                "token_budget": budget, "chunked_prefill": chunked,
+                "token_budget": budget, "chunked_prefill": chunked, **rounds,
                 "source": f"{rnd} {submitter} {system} {scenario}"}
     return {**DEFAULT_ENGINE, "source": "the book's default engine"}
 
@@ -174,7 +183,9 @@ def engine_scheduler(stack_name: str, accelerator: str, scenario: str):
 
     settings = engine_settings(stack_name, accelerator, scenario)
     return Scheduler(max_batch=settings["max_batch"], token_budget=settings["token_budget"],
-                     chunked_prefill=settings["chunked_prefill"])
+                     chunked_prefill=settings["chunked_prefill"],
+                     scheduler_steps=settings.get("scheduler_steps", 1),
+                     min_prefill_queries=settings.get("min_prefill_queries", 1))
 
 
 @cache

@@ -293,6 +293,12 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "cuda_graphs": _text(allowed=("yes", "no")),
         "target_qps": _number(_Range(
             0.01, 100_000, "queries/s", "LoadGen's target rate: 29.5 to 376 in the table")),
+        # vLLM's num_scheduler_steps and AMD's MIN_REQUIRE_PREFILL_QUERY; blank where the
+        # engine has no such setting (read as 1).
+        "scheduler_steps": _integer(_Range(1, 64, "steps", "1 to 11 in the table"),
+                                    required=False),
+        "min_prefill_queries": _integer(_Range(1, 1_000, "queries", "1 to 10 in the table"),
+                                        required=False),
         "source": _text(),
         "note": _text(required=False),
     },

@@ -8,8 +8,9 @@ schedulers: a :class:`Scheduler` is a configuration, and it chooses
   :class:`FixedSlots`): how much KV cache a request holds when it is admitted,
   whether the cache grows token by token, and whether a request may be admitted
   now;
-- a **prefill policy** (:class:`WholePrefill`, :class:`ChunkedPrefill`,
-  :class:`DisaggregatedPrefill`): how prompt work enters the replica's steps.
+- a **prefill policy** (:class:`WholePrefill`, :class:`RoundPrefill`,
+  :class:`ChunkedPrefill`, :class:`DisaggregatedPrefill`): how prompt work enters the
+  replica's steps.
 
 :class:`ContinuousEngine` is iteration-level scheduling (Orca; vLLM and
 TensorRT-LLM): at every step it admits what the memory policy allows and retires
@@ -107,6 +108,14 @@ class Scheduler:
     queue timeout: a batch launches when ``max_batch`` requests are queued or when
     the oldest has waited this long (``STATIC_BATCH_TIMEOUT_S`` by default).
 
+    Two settings of vLLM's scheduler without chunked prefill, as AMD's MLPerf engines set
+    them: ``scheduler_steps`` decode steps run per scheduling round (vLLM's
+    ``num_scheduler_steps``), so a prompt that arrives mid-round waits for its end; and
+    at a round's end a prefill step waits, while requests are running, for
+    ``min_prefill_queries`` prompts in the queue, though never at two ends running
+    (AMD's ``VLLM_LLAMA2_MLPERF_MIN_REQUIRE_PREFILL_QUERY``). Both are 1 by default:
+    every step is a round, and one prompt is enough.
+
     Raises ``ValueError`` naming the argument for an unknown kind or policy,
     ``max_batch < 1``, a token budget below ``max_batch`` with chunked prefill,
     a negative timeout, or a fixed shape combined with chunked prefill or a
@@ -124,9 +133,19 @@ class Scheduler:
     batch_timeout_s: float = STATIC_BATCH_TIMEOUT_S
     fixed_shape: FixedShape | None = None
     disaggregated: PrefillPool | None = None
+    scheduler_steps: int = 1
+    min_prefill_queries: int = 1
 
     def __post_init__(self) -> None:
         checks.option("kind", self.kind, SCHEDULER_KINDS)
+        checks.whole("scheduler_steps", self.scheduler_steps)
+        checks.whole("min_prefill_queries", self.min_prefill_queries)
+        if (self.scheduler_steps > 1 or self.min_prefill_queries > 1) and (
+                self.kind != "continuous" or self.chunked_prefill or self.fixed_shape is not None
+                or self.disaggregated is not None):
+            raise ValueError("scheduler_steps, min_prefill_queries: scheduling rounds are "
+                             "modelled for continuous batching with whole prefill "
+                             "(chunked_prefill=False, no fixed shape, not disaggregated)")
         checks.option("kv_policy", self.kv_policy, KV_POLICIES)
         checks.whole("max_batch", self.max_batch)
         checks.whole("token_budget", self.token_budget)
@@ -170,6 +189,9 @@ class Scheduler:
             return DisaggregatedPrefill(self.disaggregated)
         if self.chunked_prefill:
             return ChunkedPrefill(self.token_budget)
+        if self.scheduler_steps > 1 or self.min_prefill_queries > 1:
+            return RoundPrefill(self.token_budget, self.scheduler_steps,
+                                self.min_prefill_queries)
         return WholePrefill(self.token_budget, self.fixed_shape)
 
 
@@ -361,6 +383,43 @@ class WholePrefill(PrefillPolicy):
         for i in batch:
             e.prefill_done(i, e.t)
         return True
+
+
+class RoundPrefill(WholePrefill):
+    """Whole prefill decided once per scheduling round (vLLM's multi-step scheduling):
+    the running requests decode ``steps`` steps between decisions, and at a round's end
+    a prefill step runs only if fewer than ``max_batch`` requests are in flight and
+    ``min_queries`` prompts are queued, or the last round's end ran none (AMD's patch to
+    vLLM's scheduler for MLPerf, ``add-MIN_REQUIRE_PREFILL_QUERY-condition.patch``).
+    An engine with nothing running prefills at once."""
+
+    def __init__(self, budget: int, steps: int, min_queries: int) -> None:
+        super().__init__(budget, None)
+        self.steps = steps
+        self.min_queries = min_queries
+        self.round_end = 0       # the decode step at which the current round ends
+        self.passed_last = True  # whether the last round's end ran no prefill
+
+    def step(self, engine: ContinuousEngine) -> bool:
+        e = engine
+        if e.n_run:
+            if e.decode_steps < self.round_end:
+                return False
+            # The round's end: the engine's decode runs stop here (decode_steps_left).
+            self.round_end = e.decode_steps + self.steps
+            go = (e.n_run + len(e.prefilling) < e.max_batch
+                  and (len(e.waiting) >= self.min_queries or self.passed_last))
+            self.passed_last = not go
+            if not go:
+                return False
+        if not super().step(e):
+            return False
+        self.round_end = e.decode_steps + self.steps
+        return True
+
+    def decode_steps_left(self, engine: ContinuousEngine) -> int:
+        """Decode steps until the current round's end (at least one)."""
+        return max(self.round_end - engine.decode_steps, 1)
 
 
 @dataclass(frozen=True)
@@ -576,6 +635,7 @@ class ContinuousEngine:
         self.prompt_share, self.admit_extra = self.memory.prompt_share, self.memory.extra
         self.grows = self.memory.grows
         self.prefill = scheduler.prefill_policy()
+        self.rounds = self.prefill if isinstance(self.prefill, RoundPrefill) else None
         self.shape = scheduler.fixed_shape
         self.disaggregated = scheduler.disaggregated is not None
         if self.disaggregated:
@@ -721,7 +781,10 @@ class ContinuousEngine:
         tau = math.inf
         incoming = self.arrivals.incoming
         t = self.t
-        if not self.waiting and incoming and n_run + len(self.prefilling) < self.max_batch:
+        if self.rounds is not None:
+            # In rounds, a prompt is admitted only at a round's end, wherever it arrives.
+            k_max = min(k_max, self.rounds.decode_steps_left(self))
+        elif not self.waiting and incoming and n_run + len(self.prefilling) < self.max_batch:
             tau = incoming[0][0] - t
         if self.shape is not None:
             batch = self.shape.pad_batch(n_run)

@@ -153,6 +153,10 @@ def test_engine_settings_come_from_the_submitters_own_configuration():
     amd = engine_settings("vLLM ROCm FP8", "AMD MI300X", "Interactive")
     assert amd["chunked_prefill"] is False and amd["max_batch"] == 600
     assert engine_scheduler("vLLM ROCm FP8", "AMD MI300X", "Server").chunked_prefill is False
+    # AMD's v5.1 MI325X Server file: nine decode steps a round, ten queued prompts a prefill.
+    mi325 = engine_scheduler("vLLM ROCm FP8", "AMD MI325X", "Server")
+    assert (mi325.scheduler_steps, mi325.min_prefill_queries) == (9, 10)
+    assert engine_scheduler("TensorRT-LLM FP8", "NVIDIA H200 SXM", "Server").scheduler_steps == 1
     unknown = engine_settings("hand-made", "NVIDIA H200 SXM", "Server")
     assert unknown["source"] == "the book's default engine"
 

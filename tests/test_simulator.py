@@ -378,3 +378,36 @@ def test_a_prefill_pool_refuses_what_it_cannot_use():
     closed = make_requests(10, Lengths(100), Lengths(10), arrival="closed", concurrency=2)
     with pytest.raises(ValueError, match="open-loop"):
         sim.simulate(rep, closed, sim.Scheduler(disaggregated=_pool(rep)))
+
+
+# ---- scheduling rounds (vLLM's multi-step scheduling, AMD's MLPerf prefill rule) -------
+
+
+def test_a_scheduling_round_admits_prompts_only_at_its_end_and_waits_for_enough_of_them(rep):
+    steps, least, prompt = 4, 6, 300
+    requests = make_requests(3000, Lengths(prompt), Lengths(200), rate_per_s=8.0, seed=4)
+    whole = {"max_batch": 512, "chunked_prefill": False, "token_budget": 40960}
+    run = sim.simulate(rep, requests, sim.Scheduler(**whole, scheduler_steps=steps,
+                                                    min_prefill_queries=least))
+    prefill = np.flatnonzero(run.step_prefill_tokens > 0)
+    gaps = np.diff(prefill) - 1  # decode steps between two prefill steps
+    prompts = run.step_prefill_tokens[prefill[1:]] // prompt
+    assert np.all(gaps >= steps) and np.all(gaps % steps == 0)
+    # One round after a prefill, the next needs enough prompts; fewer go only after a
+    # round's end that ran none (or at the first round's end, as in AMD's patch).
+    assert np.all(prompts[1:][gaps[1:] == steps] >= least)
+    assert np.any(prompts < least)
+    # Without rounds the same arrivals are prefilled sooner, in more and smaller steps.
+    plain = sim.simulate(rep, requests, sim.Scheduler(**whole))
+    assert len(prefill) < np.count_nonzero(plain.step_prefill_tokens > 0)
+    assert np.median(run.ttft_s) > np.median(plain.ttft_s)
+    assert np.array_equal(run.output_tokens, plain.output_tokens)
+
+
+def test_scheduling_rounds_are_refused_where_they_are_not_modelled():
+    with pytest.raises(ValueError, match="scheduler_steps"):
+        sim.Scheduler(scheduler_steps=4)  # chunked prefill, the default
+    with pytest.raises(ValueError, match="min_prefill_queries"):
+        sim.Scheduler(chunked_prefill=False, min_prefill_queries=0)
+    with pytest.raises(ValueError, match="scheduler_steps"):
+        sim.Scheduler(kind="static", chunked_prefill=False, scheduler_steps=2)
