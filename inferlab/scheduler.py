@@ -394,9 +394,9 @@ class RoundPrefill(WholePrefill):
     An engine with nothing running prefills at once."""
 
     def __init__(self, budget: int, steps: int, min_queries: int) -> None:
-        super().__init__(budget, None)
-        self.steps = steps
-        self.min_queries = min_queries
+        super().__init__(checks.whole("budget", budget), None)
+        self.steps = checks.whole("steps", steps)
+        self.min_queries = checks.whole("min_queries", min_queries)
         self.round_end = 0       # the decode step at which the current round ends
         self.passed_last = True  # whether the last round's end ran no prefill
 

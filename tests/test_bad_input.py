@@ -325,6 +325,7 @@ GOOD = {
     "loadgen.System.ceiling_rate_per_s.prompts": np.full(2, 300),
     "loadgen.System.ceiling_rate_per_s.outputs": np.full(2, 294),
     "scheduler.PrefillPool.ready_s.prompt_tokens": np.full(2, 8),
+    "scheduler.RoundPrefill.steps": 4, "scheduler.RoundPrefill.min_queries": 2,
     "endpoint_metrics.aiperf_summary.count_tokens": len,
     "loadgen.rules": lambda: __import__("inferlab.loadgen").loadgen.mlperf_rules(scale=0.01),
     "endpoint_metrics.read_guidellm.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
