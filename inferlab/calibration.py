@@ -131,7 +131,8 @@ ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] 
 
 #: The engine a stack without a reference runs, with continuous batching, chunked prefill,
 #: up to 2,048 requests and 2,048 tokens per step per replica.
-DEFAULT_ENGINE = {"max_batch": 2048, "token_budget": 2048, "chunked_prefill": True}
+DEFAULT_ENGINE = {"max_batch": 2048, "token_budget": 2048, "chunked_prefill": True,
+                  "scheduler_steps": 1, "min_prefill_queries": 1}
 
 
 def _blank(value) -> bool:
@@ -184,8 +185,8 @@ def engine_scheduler(stack_name: str, accelerator: str, scenario: str):
     settings = engine_settings(stack_name, accelerator, scenario)
     return Scheduler(max_batch=settings["max_batch"], token_budget=settings["token_budget"],
                      chunked_prefill=settings["chunked_prefill"],
-                     scheduler_steps=settings.get("scheduler_steps", 1),
-                     min_prefill_queries=settings.get("min_prefill_queries", 1))
+                     scheduler_steps=settings["scheduler_steps"],
+                     min_prefill_queries=settings["min_prefill_queries"])
 
 
 @cache

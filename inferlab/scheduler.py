@@ -140,7 +140,7 @@ class Scheduler:
         checks.option("kind", self.kind, SCHEDULER_KINDS)
         checks.whole("scheduler_steps", self.scheduler_steps)
         checks.whole("min_prefill_queries", self.min_prefill_queries)
-        if (self.scheduler_steps > 1 or self.min_prefill_queries > 1) and (
+        if self.in_rounds and (
                 self.kind != "continuous" or self.chunked_prefill or self.fixed_shape is not None
                 or self.disaggregated is not None):
             raise ValueError("scheduler_steps, min_prefill_queries: scheduling rounds are "
@@ -173,6 +173,11 @@ class Scheduler:
                 raise ValueError("disaggregated: a prefill pool feeds a continuous-batching "
                                  "decode replica without a fixed shape")
 
+    @property
+    def in_rounds(self) -> bool:
+        """Whether prefill is decided in scheduling rounds (:class:`RoundPrefill`)."""
+        return self.scheduler_steps > 1 or self.min_prefill_queries > 1
+
     def memory_policy(self, capacity: int, requests) -> MemoryPolicy:
         """The memory policy this configuration chooses, for a cache of ``capacity`` tokens."""
         if self.fixed_shape is not None:
@@ -189,7 +194,7 @@ class Scheduler:
             return DisaggregatedPrefill(self.disaggregated)
         if self.chunked_prefill:
             return ChunkedPrefill(self.token_budget)
-        if self.scheduler_steps > 1 or self.min_prefill_queries > 1:
+        if self.in_rounds:
             return RoundPrefill(self.token_budget, self.scheduler_steps,
                                 self.min_prefill_queries)
         return WholePrefill(self.token_budget, self.fixed_shape)

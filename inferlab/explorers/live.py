@@ -139,8 +139,7 @@ class LiveView:
         self._grey_out()
         self.view.values = self.tables()
         if self.memo is not None:
-            values = self.values()
-            self.memo.ahead(neighbours(self.explorer, values))
+            self.memo.ahead(neighbours(self.explorer, self.values()))
 
     def _grey_out(self) -> None:
         values = self.values()
