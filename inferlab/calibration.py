@@ -67,6 +67,18 @@ class Stack:
         submission's own configuration files (:func:`engine_settings`)."""
         return engine_scheduler(self.name, accelerator, scenario)
 
+    def scheduler_source(self, accelerator: str, scenario: str) -> str:
+        """Whose configuration :meth:`scheduler` reads, e.g. ``"v5.1 AMD 8xMI300X_2xEPYC_9575F
+        Interactive"``, or ``"the book's default engine"``."""
+        return engine_settings(self.name, accelerator, scenario)["source"]
+
+    def recorded_tp(self, accelerator: str, scenario: str) -> int | None:
+        """The tensor-parallel width this stack's reference submission ran ``scenario``
+        with on ``accelerator`` itself (:func:`engine_settings`), or ``None`` where the
+        reference is another chip's or there is none: a width tuned for one chip's memory
+        and links says nothing about another's."""
+        return engine_settings(self.name, accelerator, scenario)["tp"]
+
     def replica_parameters(self) -> dict[str, float]:
         """The keyword arguments :func:`inferlab.steptime.replica` takes from a stack."""
         return {"memory_efficiency": self.memory_efficiency,
@@ -116,7 +128,8 @@ def row_stack(software: str, precision: str, rnd: str | None = None) -> str | No
 #: ``data/mlperf_engine_configs.csv``), by accelerator; ``None`` is the stack's default.
 #: Several systems are searched in order for a scenario the first one did not run.
 ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] = {
-    "TensorRT-LLM FP8": {None: (("v5.0", "NVIDIA", "H200-SXM-141GBx8_TRT"),)},
+    "TensorRT-LLM FP8": {None: (("v5.0", "NVIDIA", "H200-SXM-141GBx8_TRT"),),
+                         "NVIDIA H100 NVL": (("v5.0", "Fujitsu", "H100-NVL-94GBx8_TRT"),)},
     "TensorRT-LLM FP4": {None: (("v5.0", "NVIDIA", "B200-SXM-180GBx8_TRT"),)},
     "vLLM ROCm FP8": {
         None: (("v5.1", "AMD", "8xMI325X_2xEPYC_9575F_1"),
@@ -154,7 +167,8 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str) -> dict:
     prompt together: TensorRT-LLM's ``max_num_tokens``, vLLM's
     ``max_num_batched_tokens``), ``chunked_prefill``, and where the engine has them
     ``scheduler_steps`` and ``min_prefill_queries`` (:class:`~inferlab.scheduler.Scheduler`),
-    plus ``source``. A chunked
+    ``tp``, the tensor-parallel width of each engine where the reference ran on
+    ``accelerator`` itself (else ``None``), plus ``source``. A chunked
     engine can run at most one decode token per request per step, so its batch is
     capped at the token budget. "not recorded" chunking (v5.0 Interactive files) is
     taken as on, as the same engines' v5.1 files set it. Stacks or scenarios without a
@@ -174,8 +188,9 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str) -> dict:
                   for name in ("scheduler_steps", "min_prefill_queries")}
         return {"max_batch": min(batch, budget) if chunked else batch,
                 "token_budget": budget, "chunked_prefill": chunked, **rounds,
+                "tp": int(row["tp"]) if row["accelerator"] == accelerator else None,
                 "source": f"{rnd} {submitter} {system} {scenario}"}
-    return {**DEFAULT_ENGINE, "source": "the book's default engine"}
+    return {**DEFAULT_ENGINE, "tp": None, "source": "the book's default engine"}
 
 
 def engine_scheduler(stack_name: str, accelerator: str, scenario: str):

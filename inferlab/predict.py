@@ -7,17 +7,19 @@
     python -m inferlab.predict ... --json           # one JSON object
     python -m inferlab.predict --list-chips         # the chip names it accepts
     python -m inferlab.predict --csv in.csv --out out.csv
+    python -m inferlab.predict ... --tp 2            # only this tensor-parallel width
 
-For a system of ``chips`` accelerators the prediction tries every tensor-parallel
-width that fits and stays inside the chip's scale-up domain
-(:mod:`inferlab.feasibility`), splits the system into ``chips / tp`` data-parallel
-replicas, and runs the scenario on the modelled system with the serving simulator
+For a system of ``chips`` accelerators the prediction takes the tensor-parallel
+width the stack's reference submission ran on that chip in that scenario, or, for a
+chip it never ran on, tries every width that fits and stays inside the chip's
+scale-up domain (:mod:`inferlab.feasibility`); it splits the system into ``chips / tp``
+data-parallel replicas, and runs the scenario on the modelled system with the serving simulator
 (:mod:`inferlab.simulator`) and the LoadGen rules of :mod:`inferlab.loadgen`:
 Offline is every sample queued at once; Server and Interactive are the highest
 Poisson rate whose run is valid (minimum duration, query count, p99 TTFT and
 TPOT bounds, early stopping), found by bisection; Single-Stream is one query at a
-time. Like a submitter tuning a configuration, it keeps the width with the best
-valid result.
+time. Where it tries several widths it keeps, like a submitter tuning a
+configuration, the one with the best valid result.
 
 The software stack's parameters (efficiencies, fixed cost per step) come from
 :mod:`inferlab.calibration` unless a :class:`~inferlab.calibration.Stack` is given;
@@ -85,7 +87,8 @@ class Prediction:
     ``tokens_per_s`` is output tokens per second of the whole system (for
     Single-Stream, of its one stream); ``result`` and ``unit`` are what LoadGen
     reports (tokens/s, or the p90 latency in seconds for Single-Stream). ``tp`` and
-    ``replicas`` are the layout chosen; ``batch`` the most requests one replica ran
+    ``replicas`` are the layout chosen, ``tp_from`` why that width (the submission's
+    own, or the best of those tried); ``batch`` the most requests one replica ran
     at once; ``rate_per_s`` the query rate of a Server or Interactive run.
 
     Used in chapters 'Batching' and 'Choosing hardware'.
@@ -107,6 +110,7 @@ class Prediction:
     tpot_p99_s: float
     batch: int
     rate_per_s: float | None
+    tp_from: str = ""
 
     def as_dict(self) -> dict:
         """The prediction as plain JSON-ready values."""
@@ -191,8 +195,11 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     """The modelled MLPerf result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
 
     ``rules`` default to MLPerf's own (:func:`inferlab.loadgen.mlperf_rules`); pass
-    ``mlperf_rules(scale=0.1)`` for a ten-times shorter run. ``tps`` restricts the
-    tensor-parallel widths tried (default: every one :func:`tp_options` allows).
+    ``mlperf_rules(scale=0.1)`` for a ten-times shorter run. ``tps`` lists the
+    tensor-parallel widths to try. By default a chip and scenario the stack's reference
+    submission ran (:meth:`~inferlab.calibration.Stack.recorded_tp`) get that
+    submission's width, where it divides ``chips`` and fits, and any other system the
+    best of every width :func:`tp_options` allows.
     Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits and
     ``ValueError`` for an unknown chip, model, format or scenario.
 
@@ -211,8 +218,7 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     benchmark = BENCHMARKS[model]
     rules = mlperf_rules(benchmark) if rules is None else rules
     mix = QueryMix() if mix is None else mix
-    widths = tp_options(hw, chips, model, precision) if tps is None else [
-        checks.whole("tps", tp) for tp in tps]
+    widths, tp_from = _widths(hw, chips, model, precision, scenario, stack, tps)
     best = None
     for tp in widths:
         rep = replica(model, hw, tp, precision, **stack.replica_parameters())
@@ -234,14 +240,38 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
         candidate = Prediction(hw.name, chips, model, precision, scenario, stack.name, tp,
                                chips // tp, float(tokens_per_s), float(summary.result),
                                summary.unit, summary.valid, summary.ttft_p99_s,
-                               summary.tpot_p99_s, peak_batch(log, chips // tp), rate)
+                               summary.tpot_p99_s, peak_batch(log, chips // tp), rate,
+                               tp_from)
         if best is None or _better(candidate, best):
             best = candidate
     if best is None:
         return Prediction(hw.name, chips, model, precision, scenario, stack.name, widths[0],
                           chips // widths[0], 0.0, 0.0, "tokens/s", False, math.nan, math.nan,
-                          0, 0.0)
+                          0, 0.0, tp_from)
     return best
+
+
+def _widths(hw: specs.Chip, chips: int, model: str, precision: str, scenario: str,
+            stack: Stack, tps) -> tuple[list[int], str]:
+    """The tensor-parallel widths a prediction tries, and where they come from."""
+    if tps is not None:
+        if isinstance(tps, (str, bytes)) or not hasattr(tps, "__iter__"):
+            raise TypeError(f"tps: {tps!r} is not a list of widths")
+        widths = [checks.whole("tps", tp) for tp in tps]
+        if not widths:
+            raise ValueError("tps: give at least one tensor-parallel width")
+        for tp in widths:
+            if chips % tp:
+                raise ValueError(f"tps: width {tp} does not divide chips={chips}; give a "
+                                 "divisor of the chip count")
+            layout(model, hw, precision, tp=tp)
+        return widths, "given"
+    widths = tp_options(hw, chips, model, precision)
+    recorded = stack.recorded_tp(hw.name, scenario)
+    if recorded in widths:
+        source = stack.scheduler_source(hw.name, scenario)
+        return [recorded], f"the width {source} ran"
+    return widths, "the best of " + ", ".join(str(tp) for tp in widths)
 
 
 def _better(a: Prediction, b: Prediction) -> bool:
@@ -269,8 +299,8 @@ def _format(prediction: Prediction) -> str:
     else:
         lines.append(f"  tokens/s: {prediction.tokens_per_s:,.0f}")
     lines.append(f"  valid: {'yes' if prediction.valid else 'NO'}")
-    lines.append(f"  layout: tp={prediction.tp} x {prediction.replicas} replica(s); "
-                 f"peak batch per replica {prediction.batch:,}")
+    lines.append(f"  layout: tp={prediction.tp} x {prediction.replicas} replica(s) "
+                 f"({prediction.tp_from}); peak batch per replica {prediction.batch:,}")
     if prediction.rate_per_s is not None:
         lines.append(f"  query rate: {prediction.rate_per_s:,.2f} per second")
     if math.isfinite(prediction.ttft_p99_s):
@@ -307,6 +337,9 @@ def main(argv=None) -> int:
     parser.add_argument("--model", default="Llama 2 70B")
     parser.add_argument("--precision", default="fp8", help="weights: fp8, fp4, bf16, ...")
     parser.add_argument("--scenario", default="Offline", choices=SCENARIOS)
+    parser.add_argument("--tp", type=int, metavar="N",
+                        help="try only this tensor-parallel width (default: the submission's "
+                        "own for a chip it ran, else the best that fits)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="scale MLPerf's minimum duration and Offline samples (0, 1]")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -320,6 +353,7 @@ def main(argv=None) -> int:
         return 0
     try:
         rules = mlperf_rules(scale=args.scale)
+        tps = None if args.tp is None else [args.tp]
         if args.csv:
             if not args.out:
                 parser.error("--csv needs --out")
@@ -328,7 +362,7 @@ def main(argv=None) -> int:
             for line, row in rows:
                 try:
                     found = predict(row["chip"], row["chips"], row["model"], row["precision"],
-                                    row["scenario"], rules=rules)
+                                    row["scenario"], rules=rules, tps=tps)
                 except ValueError as error:
                     raise ValueError(f"{args.csv}, line {line}: {error}") from None
                 written.append({**{key: row[key] for key in CSV_COLUMNS},
@@ -347,7 +381,7 @@ def main(argv=None) -> int:
         if not args.chip:
             parser.error("give --chip (or --list-chips, or --csv)")
         found = predict(args.chip, args.chips, args.model, args.precision, args.scenario,
-                        rules=rules)
+                        rules=rules, tps=tps)
     except (ValueError, TypeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

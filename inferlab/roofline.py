@@ -375,7 +375,8 @@ def sustained_flop_per_s(chip: specs.Chip, precision: str) -> float:
 
     A card that runs a full-power part's silicon at fewer watts (``full_power_part``
     in ``data/hardware.csv``: the H100 NVL at 400 W and the H100 PCIe at 350 W are
-    the H100 SXM's die, rated at 700 W) cannot draw the power its datasheet peak
+    the H100 SXM's die, rated at 700 W; the MI300X at 750 W has the compute die and
+    the peaks of the MI325X, rated at 1,000 W) cannot draw the power its datasheet peak
     needs for long. Dense matrix multiplies are where a GPU meets its power limit,
     so the rate it holds is taken as at most its watts times the FLOP per joule
     of the full-power part at that part's peak::

@@ -14,6 +14,7 @@ from inferlab import specs
 from inferlab.calibration import Stack, row_key, stack, stacks
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible
+from inferlab.loadgen import mlperf_rules
 from inferlab.predict import FIT_RULES, accepted_chips, peak_batch, predict, tp_options
 
 QUICK = ["--scale", "0.05"]
@@ -41,9 +42,13 @@ def test_json_gives_tokens_per_s_and_validity():
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found["valid"] is True  # valid under the scaled rules it was judged by
-    assert found["tokens_per_s"] > 10_000 and found["chips"] == 8
+    assert found["chips"] == 8
     assert found["scenario"] == "Offline" and found["unit"] == "tokens/s"
-    assert found["tp"] * found["replicas"] == 8
+    # The command line prints what the function computes, at NVIDIA's own width.
+    same = predict("NVIDIA H200 SXM", 8, "Llama 2 70B", "fp8", "Offline",
+                   rules=mlperf_rules(scale=0.05))
+    assert found["tokens_per_s"] == pytest.approx(same.tokens_per_s, rel=1e-12)
+    assert (found["tp"], found["replicas"]) == (1, 8) and "NVIDIA" in found["tp_from"]
 
 
 def test_an_impossible_configuration_exits_non_zero_with_the_reason():
@@ -159,6 +164,36 @@ def test_engine_settings_come_from_the_submitters_own_configuration():
     assert engine_scheduler("TensorRT-LLM FP8", "NVIDIA H200 SXM", "Server").scheduler_steps == 1
     unknown = engine_settings("hand-made", "NVIDIA H200 SXM", "Server")
     assert unknown["source"] == "the book's default engine"
+    # The width is the submitter's own chip's: AMD ran the MI300X at TP1, NVIDIA the
+    # v4.1 H100 at TP2; a chip that borrows another's engine borrows no width.
+    assert amd["tp"] == 1 and unknown["tp"] is None
+    assert engine_settings("TensorRT-LLM FP8 (v4.1)", "NVIDIA H100 SXM", "Server")["tp"] == 2
+    assert engine_settings("TensorRT-LLM FP8", "NVIDIA H200 NVL", "Server")["tp"] is None
+    # Fujitsu's own v5.0 files for its eight H100 NVLs: TP2 engines of at most 640 requests.
+    nvl = engine_settings("TensorRT-LLM FP8", "NVIDIA H100 NVL", "Server")
+    assert (nvl["tp"], nvl["max_batch"], nvl["token_budget"]) == (2, 640, 2048)
+
+
+def test_a_chip_the_stack_ran_gets_the_submitters_width_and_others_the_best_that_fits():
+    quick = {"rules": mlperf_rules(scale=0.05)}
+    own = predict("AMD MI300X", 8, "Llama 2 70B", "fp8", "Offline", **quick)
+    assert own.tp == 1 and "8xMI300X_2xEPYC_9575F" in own.tp_from
+    borrowed = predict("NVIDIA H200 NVL", 4, "Llama 2 70B", "fp8", "Offline", **quick)
+    assert borrowed.tp_from == "the best of 1, 2, 4"
+    forced = predict("AMD MI300X", 8, "Llama 2 70B", "fp8", "Offline", tps=[2], **quick)
+    assert (forced.tp, forced.replicas, forced.tp_from) == (2, 4, "given")
+
+
+def test_a_given_width_must_divide_the_chips_and_fit():
+    with pytest.raises(ValueError, match="tps: width 3 does not divide chips=8"):
+        predict("AMD MI300X", 8, "Llama 2 70B", "fp8", "Offline", tps=[3])
+    with pytest.raises(ValueError, match="tps: give at least one"):
+        predict("AMD MI300X", 8, "Llama 2 70B", "fp8", "Offline", tps=[])
+    with pytest.raises(TypeError, match="tps"):
+        predict("AMD MI300X", 8, "Llama 2 70B", "fp8", "Offline", tps=2)
+    # One H100 NVL (94 GB) cannot hold 70B parameters at 16 bits.
+    with pytest.raises(Infeasible):
+        predict("NVIDIA H100 NVL", 8, "Llama 2 70B", "bf16", "Offline", tps=[1])
 
 
 def test_scenario_pairs_are_the_systems_that_ran_both_bounded_scenarios():

@@ -125,6 +125,10 @@ def test_a_card_held_to_fewer_watts_sustains_its_watts_times_the_full_parts_flop
         held = rl.sustained_flop_per_s(card, "fp8")
         assert held == pytest.approx(watts * 1978.9e12 / 700)
         assert held < rl.peak_flop_per_s(card, "fp8")
+    # The MI300X is the MI325X's compute die, at 750 W instead of 1,000 W.
+    mi300 = chip("AMD MI300X")
+    assert mi300.full_power_part == "AMD MI325X"
+    assert rl.sustained_flop_per_s(mi300, "fp8") == pytest.approx(0.75 * 2614.9e12)
     # Full-power parts, and a card whose watts cover its datasheet peak, keep the peak.
     for name in ("NVIDIA H100 SXM", "NVIDIA H200 NVL", "NVIDIA B200", "AMD MI325X"):
         assert rl.sustained_flop_per_s(chip(name), "fp8") == rl.peak_flop_per_s(chip(name), "fp8")
