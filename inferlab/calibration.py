@@ -128,9 +128,17 @@ def row_stack(software: str, precision: str, rnd: str | None = None) -> str | No
 #: ``data/mlperf_engine_configs.csv``), by accelerator; ``None`` is the stack's default.
 #: Several systems are searched in order for a scenario the first one did not run.
 ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] = {
-    "TensorRT-LLM FP8": {None: (("v5.0", "NVIDIA", "H200-SXM-141GBx8_TRT"),),
-                         "NVIDIA H100 NVL": (("v5.0", "Fujitsu", "H100-NVL-94GBx8_TRT"),)},
-    "TensorRT-LLM FP4": {None: (("v5.0", "NVIDIA", "B200-SXM-180GBx8_TRT"),)},
+    "TensorRT-LLM FP8": {
+        None: (("v5.0", "NVIDIA", "H200-SXM-141GBx8_TRT"),),
+        "NVIDIA H100 NVL": (("v5.0", "Fujitsu", "H100-NVL-94GBx8_TRT"),),
+        "NVIDIA H200 NVL": (("v5.1", "Quanta_Cloud_Technology", "D75E-4U_H200-NVL-141GBx4_TRT"),),
+    },
+    "TensorRT-LLM FP4": {
+        None: (("v5.0", "NVIDIA", "B200-SXM-180GBx8_TRT"),),
+        # NVIDIA published no GB200 Interactive file; that scenario takes the B200's.
+        "NVIDIA GB200 (per GPU)": (("v5.1", "NVIDIA", "GB200-NVL72_GB200-186GB_aarch64x4_TRT"),
+                                   ("v5.0", "NVIDIA", "B200-SXM-180GBx8_TRT")),
+    },
     "vLLM ROCm FP8": {
         None: (("v5.1", "AMD", "8xMI325X_2xEPYC_9575F_1"),
                ("v5.1", "AMD", "8xMI325X_2xEPYC_9575F_2")),
