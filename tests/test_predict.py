@@ -168,17 +168,23 @@ def test_engine_settings_come_from_the_submitters_own_configuration():
     # v4.1 H100 at TP2; a chip that borrows another's engine borrows no width.
     assert amd["tp"] == 1 and unknown["tp"] is None
     assert engine_settings("TensorRT-LLM FP8 (v4.1)", "NVIDIA H100 SXM", "Server")["tp"] == 2
-    assert engine_settings("TensorRT-LLM FP8", "NVIDIA H200 NVL", "Server")["tp"] is None
+    assert engine_settings("TensorRT-LLM FP8", "NVIDIA H100 PCIe", "Server")["tp"] is None
     # Fujitsu's own v5.0 files for its eight H100 NVLs: TP2 engines of at most 640 requests.
     nvl = engine_settings("TensorRT-LLM FP8", "NVIDIA H100 NVL", "Server")
     assert (nvl["tp"], nvl["max_batch"], nvl["token_budget"]) == (2, 640, 2048)
+    # NVIDIA's GB200 folder has Offline and Server files only: Interactive takes the B200's
+    # engine, and with another chip's file no width.
+    gb200 = {s: engine_settings("TensorRT-LLM FP4", "NVIDIA GB200 (per GPU)", s)
+             for s in ("Server", "Interactive")}
+    assert gb200["Server"]["tp"] == 1 and "GB200" in gb200["Server"]["source"]
+    assert gb200["Interactive"]["tp"] is None and "B200-SXM" in gb200["Interactive"]["source"]
 
 
 def test_a_chip_the_stack_ran_gets_the_submitters_width_and_others_the_best_that_fits():
     quick = {"rules": mlperf_rules(scale=0.05)}
     own = predict("AMD MI300X", 8, "Llama 2 70B", "fp8", "Offline", **quick)
     assert own.tp == 1 and "8xMI300X_2xEPYC_9575F" in own.tp_from
-    borrowed = predict("NVIDIA H200 NVL", 4, "Llama 2 70B", "fp8", "Offline", **quick)
+    borrowed = predict("NVIDIA H100 PCIe", 4, "Llama 2 70B", "fp8", "Offline", **quick)
     assert borrowed.tp_from == "the best of 1, 2, 4"
     forced = predict("AMD MI300X", 8, "Llama 2 70B", "fp8", "Offline", tps=[2], **quick)
     assert (forced.tp, forced.replicas, forced.tp_from) == (2, 4, "given")
