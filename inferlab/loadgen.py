@@ -52,7 +52,8 @@ tokens need to be greater than 1"), and :func:`judge` raises ``ValueError``.
 
 The system is ``replicas`` copies of one :class:`inferlab.steptime.Replica`
 (data parallel); queries are dealt to them round-robin, as a simple harness
-does, and each copy is simulated with :func:`inferlab.simulator.simulate`.
+does, or at random (:data:`DISPATCHES`), and each copy is simulated with
+:func:`inferlab.simulator.simulate`.
 
 Used in chapter 'Benchmark scenarios'.
 """
@@ -760,11 +761,25 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
 # --------------------------------------------------------------------------------------
 
 
+#: How a system hands its queries to its replicas. ``"round-robin"`` deals them in turn, so
+#: each replica sees every ``replicas``-th arrival, a smoother stream than the whole.
+#: ``"random"`` sends each to a replica drawn uniformly (seeded, :data:`DISPATCH_SEED`):
+#: each replica then sees a Poisson stream of its own, the burstiest a dispatcher that
+#: ignores the replicas' load can give. A real harness sits between the two or beyond
+#: them: NVIDIA's lets each engine take the queued queries when it next asks.
+DISPATCHES = ("round-robin", "random")
+
+#: The seed of ``"random"`` dispatch: two runs of the same system deal alike.
+DISPATCH_SEED = 0
+
+
 @dataclass(frozen=True)
 class System:
     """A system under test: ``replicas`` data-parallel copies of one replica.
 
-    ``accelerators`` is ``replicas x replica.tp``. Used in chapter 'Benchmark scenarios'.
+    ``accelerators`` is ``replicas x replica.tp``. ``dispatch`` says how queries reach
+    the replicas (:data:`DISPATCHES`). Used in chapters 'Batching' and 'Benchmark
+    scenarios'.
     """
 
     name: str
@@ -772,11 +787,23 @@ class System:
     replicas: int = 1
     scheduler: Scheduler = field(default_factory=lambda: Scheduler(max_batch=512,
                                                                    token_budget=2048))
+    dispatch: str = "round-robin"
 
     def __post_init__(self) -> None:
         if not isinstance(self.replica, Replica):
             raise ValueError(f"replica: {self.replica!r} is not a Replica")
         checks.whole("replicas", self.replicas)
+        if self.dispatch not in DISPATCHES:
+            raise ValueError(f"dispatch: {self.dispatch!r} is not one of "
+                             f"{', '.join(DISPATCHES)}")
+
+    def shares(self, n: int) -> list[np.ndarray]:
+        """The positions, in issue order, of the queries each replica gets of ``n``."""
+        n = checks.whole("n", n, minimum=0, maximum=MAX_QUERIES)
+        if self.dispatch == "round-robin":
+            return [np.arange(k, n, self.replicas) for k in range(min(self.replicas, n))]
+        who = np.random.default_rng(DISPATCH_SEED).integers(self.replicas, size=n)
+        return [np.flatnonzero(who == k) for k in range(self.replicas)]
 
     @property
     def accelerators(self) -> int:
@@ -849,19 +876,29 @@ def _poisson_run(system: System, mix: QueryMix, rate: float, n: int,
 
 def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
            hopeless=None) -> QueryLog | None:
-    """Deal the queries round-robin to the replicas, simulate each, merge the logs.
+    """Deal the queries to the replicas as the system dispatches (:meth:`System.shares`),
+    simulate each, merge the logs.
 
     ``hopeless``, if given, sees each replica's log as it is simulated; once it
     returns true the run is abandoned and ``None`` returned.
     """
+    n = len(prompts)
+    shares = [share for share in system.shares(n) if share.size]
     runs = []
-    for k in range(min(system.replicas, len(prompts))):
-        share = slice(k, None, system.replicas)
+    for share in shares:
         requests = Requests(arrivals[share], prompts[share], outputs[share], kind)
         runs.append(simulate(system.replica, requests, system.scheduler))
         if hopeless is not None and hopeless(QueryLog.from_results(runs[-1:])):
             return None
-    return QueryLog.from_results(runs)
+    # Each query keeps its place in the issue order, so that a log position names the same
+    # query whatever the dispatch, ties included (every Offline query is issued at 0).
+    columns = []
+    for name in ("arrival_s", "first_token_s", "finish_s", "output_tokens"):
+        column = np.empty(n, dtype=getattr(runs[0], name).dtype)
+        for share, run in zip(shares, runs, strict=True):
+            column[share] = getattr(run, name)
+        columns.append(column)
+    return QueryLog(*columns)
 
 
 def queries_to_issue(scheduled_s, rules: RunRules) -> int:

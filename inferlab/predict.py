@@ -118,17 +118,26 @@ class Prediction:
                 for key, value in asdict(self).items()}
 
 
-def peak_batch(log: QueryLog, replicas: int) -> int:
+def peak_batch(log: QueryLog, replicas: int, shares=None) -> int:
     """The most queries one replica held between first and last token, from a merged log.
 
-    Queries are dealt round-robin, so replica ``k`` holds every ``replicas``-th query.
+    ``shares`` are the log positions of each replica's queries
+    (:meth:`inferlab.loadgen.System.shares`); by default queries were dealt
+    round-robin, so replica ``k`` holds every ``replicas``-th query.
     """
     checks.instance("log", log, QueryLog)
     replicas = checks.whole("replicas", replicas)
+    if shares is None:
+        # Replicas beyond the number of queries were dealt none.
+        shares = [slice(k, None, replicas) for k in range(min(replicas, len(log)))]
+    elif len(shares) > replicas:
+        raise ValueError(f"shares: give at most one array of positions per replica "
+                         f"({replicas}), not {len(shares)}")
     best = 0
-    # Replicas beyond the number of queries were dealt none.
-    for k in range(min(replicas, len(log))):
-        starts, ends = log.first_token_s[k::replicas], log.finish_s[k::replicas]
+    for share in shares:
+        starts, ends = log.first_token_s[share], log.finish_s[share]
+        if starts.size == 0:  # a replica dealt no query
+            continue
         times = np.concatenate([starts, ends])
         steps = np.concatenate([np.ones(starts.size), -np.ones(ends.size)])
         # At equal times a finish comes before a start.
@@ -191,7 +200,7 @@ def tp_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelSpec,
 def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = "fp8",
             scenario: str = "Offline", *, stack: Stack | None = None,
             rules: RunRules | None = None, mix: QueryMix | None = None,
-            tps=None) -> Prediction:
+            tps=None, dispatch: str = "round-robin") -> Prediction:
     """The modelled MLPerf result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
 
     ``rules`` default to MLPerf's own (:func:`inferlab.loadgen.mlperf_rules`); pass
@@ -199,7 +208,8 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     tensor-parallel widths to try. By default a chip and scenario the stack's reference
     submission ran (:meth:`~inferlab.calibration.Stack.recorded_tp`) get that
     submission's width, where it divides ``chips`` and fits, and any other system the
-    best of every width :func:`tp_options` allows.
+    best of every width :func:`tp_options` allows. ``dispatch`` is how queries reach
+    the replicas (:data:`inferlab.loadgen.DISPATCHES`).
     Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits and
     ``ValueError`` for an unknown chip, model, format or scenario.
 
@@ -223,7 +233,7 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     for tp in widths:
         rep = replica(model, hw, tp, precision, **stack.replica_parameters())
         system = System(f"{chips} x {hw.name}, tp={tp}", rep, chips // tp,
-                        stack.scheduler(hw.name, scenario))
+                        stack.scheduler(hw.name, scenario), dispatch)
         rate = None
         if scenario in ("Server", "Interactive"):
             search = find_server_rate(system, scenario, mix=mix, model=benchmark,
@@ -240,7 +250,8 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
         candidate = Prediction(hw.name, chips, model, precision, scenario, stack.name, tp,
                                chips // tp, float(tokens_per_s), float(summary.result),
                                summary.unit, summary.valid, summary.ttft_p99_s,
-                               summary.tpot_p99_s, peak_batch(log, chips // tp), rate,
+                               summary.tpot_p99_s,
+                               peak_batch(log, chips // tp, system.shares(len(log))), rate,
                                tp_from)
         if best is None or _better(candidate, best):
             best = candidate

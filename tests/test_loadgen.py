@@ -442,3 +442,42 @@ def test_single_stream_result_is_the_plain_p90_and_early_stopping_uses_tokens():
     assert (ttft.estimate_s, ttft.discarded) == lg.early_stopping_estimate(log.ttft_s, 0.90)
     short = lg.judge(log.head(63), "SingleStream", rules=rules)
     assert not short.early_stopping_met and [v.metric for v in short.early] == ["tpot"]
+
+
+def test_dispatch_deals_every_query_once_and_is_refused_by_name_when_unknown():
+    rr = lg.example_system()
+    randomly = replace(rr, dispatch="random")
+    for system in (rr, randomly):
+        shares = system.shares(1000)
+        assert np.array_equal(np.sort(np.concatenate(shares)), np.arange(1000))
+    assert np.array_equal(rr.shares(20)[3], [3, 11, 19])
+    # Seeded: the same system deals alike every time.
+    assert all(np.array_equal(a, b) for a, b in zip(randomly.shares(500), randomly.shares(500),
+                                                    strict=True))
+    with pytest.raises(ValueError, match="dispatch: 'least-loaded' is not one of round-robin"):
+        replace(rr, dispatch="least-loaded")
+
+
+def test_an_offline_log_keeps_each_query_in_its_issue_place():
+    # Every Offline query is issued at 0; the merged log must still put query k at k, so
+    # that a replica's queries are found by position (predict.peak_batch).
+    system = lg.example_system()
+    prompts, outputs = np.full(64, 300), np.arange(2, 66)
+    log = lg._serve(system, np.zeros(64), prompts, outputs, "all_at_once")
+    assert np.array_equal(log.output_tokens, outputs)
+
+
+def test_dealing_at_random_costs_the_tight_bound_more_than_the_loose_one():
+    # Each replica of a random dispatch sees a Poisson stream of its own, burstier than
+    # every eighth arrival: the Interactive rate falls further than the Server rate
+    # (chapter 3 glues the size of this for its calibrated H200).
+    rules = lg.mlperf_rules(scale=0.1)
+    rates = {}
+    for dispatch in ("round-robin", "random"):
+        system = replace(lg.example_system(), dispatch=dispatch)
+        for scenario in ("Server", "Interactive"):
+            rates[dispatch, scenario] = lg.find_server_rate(
+                system, scenario, rules=rules, iterations=6).rate_per_s
+    loss = {s: 1 - rates["random", s] / rates["round-robin", s]
+            for s in ("Server", "Interactive")}
+    assert 0 <= loss["Server"] < loss["Interactive"]

@@ -8,6 +8,7 @@ import statistics
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from inferlab import specs
@@ -98,6 +99,11 @@ def test_peak_batch_counts_queries_in_flight_per_replica():
     log = QueryLog([0, 0, 1, 1], [1, 1, 2, 2], [3, 3, 4, 4], [2, 2, 2, 2])
     assert peak_batch(log, 1) == 4
     assert peak_batch(log, 2) == 2
+    # Dealt by position: the first two queries to one replica, the last two to the other.
+    assert peak_batch(log, 2, [np.array([0, 1]), np.array([2, 3])]) == 2
+    assert peak_batch(log, 2, [np.array([0, 1, 2, 3]), np.array([], dtype=int)]) == 4
+    with pytest.raises(ValueError, match="shares: give at most one array"):
+        peak_batch(log, 1, [np.array([0, 1]), np.array([2, 3])])
 
 
 def _anchor(fitted, scenario: str) -> tuple[dict, float]:
