@@ -67,17 +67,13 @@ class Stack:
         submission's own configuration files (:func:`engine_settings`)."""
         return engine_scheduler(self.name, accelerator, scenario)
 
-    def scheduler_source(self, accelerator: str, scenario: str) -> str:
-        """Whose configuration :meth:`scheduler` reads, e.g. ``"v5.1 AMD 8xMI300X_2xEPYC_9575F
-        Interactive"``, or ``"the book's default engine"``."""
-        return engine_settings(self.name, accelerator, scenario)["source"]
-
-    def recorded_tp(self, accelerator: str, scenario: str) -> int | None:
-        """The tensor-parallel width this stack's reference submission ran ``scenario``
-        with on ``accelerator`` itself (:func:`engine_settings`), or ``None`` where the
-        reference is another chip's or there is none: a width tuned for one chip's memory
-        and links says nothing about another's."""
-        return engine_settings(self.name, accelerator, scenario)["tp"]
+    def engine(self, accelerator: str, scenario: str) -> dict:
+        """The engine settings :meth:`scheduler` is built from (:func:`engine_settings`),
+        with whose configuration they are (``source``) and the tensor-parallel width the
+        reference ran (``tp``: ``None`` where the reference is another chip's or there is
+        none, since a width tuned for one chip's memory and links says nothing about
+        another's)."""
+        return engine_settings(self.name, accelerator, scenario)
 
     def replica_parameters(self) -> dict[str, float]:
         """The keyword arguments :func:`inferlab.steptime.replica` takes from a stack."""

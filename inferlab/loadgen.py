@@ -459,15 +459,33 @@ class QueryLog:
         return int(self.output_tokens.size)
 
     @classmethod
-    def from_results(cls, results) -> QueryLog:
-        """Merge simulator runs (one per replica) into one log, ordered by issue time."""
+    def from_results(cls, results, positions=None) -> QueryLog:
+        """Merge simulator runs (one per replica) into one log, ordered by issue time.
+
+        ``positions``, one array per run, put each run's queries at those places of the
+        log instead (:meth:`System.shares`), so that a position names the same query
+        whatever the dispatch, ties of issue time included.
+        """
         runs = list(results)
         if not runs or not all(isinstance(run, SimResult) for run in runs):
             raise ValueError("results: give one or more SimResult objects")
-        parts = [np.concatenate([getattr(run, name) for run in runs])
-                 for name in ("arrival_s", "first_token_s", "finish_s", "output_tokens")]
-        order = np.argsort(parts[0], kind="stable")
-        return cls(*(part[order] for part in parts))
+        names = ("arrival_s", "first_token_s", "finish_s", "output_tokens")
+        if positions is None:
+            parts = [np.concatenate([getattr(run, name) for run in runs]) for name in names]
+            order = np.argsort(parts[0], kind="stable")
+            return cls(*(part[order] for part in parts))
+        positions = list(positions)
+        if len(positions) != len(runs):
+            raise ValueError(f"positions: give one array per run ({len(runs)}), "
+                             f"not {len(positions)}")
+        n = sum(len(where) for where in positions)
+        parts = []
+        for name in names:
+            part = np.empty(n, dtype=getattr(runs[0], name).dtype)
+            for where, run in zip(positions, runs, strict=True):
+                part[where] = getattr(run, name)
+            parts.append(part)
+        return cls(*parts)
 
     def head(self, n: int) -> QueryLog:
         """The first ``n`` queries (by position) as a log of their own."""
@@ -773,6 +791,14 @@ DISPATCHES = ("round-robin", "random")
 DISPATCH_SEED = 0
 
 
+def dealt_in_turn(n: int, replicas: int) -> list[np.ndarray]:
+    """The positions of ``n`` queries dealt round-robin: replica ``k`` gets ``k``,
+    ``k + replicas``, ... Replicas beyond the ``n``-th are dealt none and left out."""
+    n = checks.whole("n", n, minimum=0, maximum=MAX_QUERIES)
+    replicas = checks.whole("replicas", replicas)
+    return [np.arange(k, n, replicas) for k in range(min(replicas, n))]
+
+
 @dataclass(frozen=True)
 class System:
     """A system under test: ``replicas`` data-parallel copies of one replica.
@@ -801,7 +827,7 @@ class System:
         """The positions, in issue order, of the queries each replica gets of ``n``."""
         n = checks.whole("n", n, minimum=0, maximum=MAX_QUERIES)
         if self.dispatch == "round-robin":
-            return [np.arange(k, n, self.replicas) for k in range(min(self.replicas, n))]
+            return dealt_in_turn(n, self.replicas)
         who = np.random.default_rng(DISPATCH_SEED).integers(self.replicas, size=n)
         return [np.flatnonzero(who == k) for k in range(self.replicas)]
 
@@ -882,23 +908,15 @@ def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
     ``hopeless``, if given, sees each replica's log as it is simulated; once it
     returns true the run is abandoned and ``None`` returned.
     """
-    n = len(prompts)
-    shares = [share for share in system.shares(n) if share.size]
+    shares = [share for share in system.shares(len(prompts)) if share.size]
     runs = []
     for share in shares:
         requests = Requests(arrivals[share], prompts[share], outputs[share], kind)
         runs.append(simulate(system.replica, requests, system.scheduler))
         if hopeless is not None and hopeless(QueryLog.from_results(runs[-1:])):
             return None
-    # Each query keeps its place in the issue order, so that a log position names the same
-    # query whatever the dispatch, ties included (every Offline query is issued at 0).
-    columns = []
-    for name in ("arrival_s", "first_token_s", "finish_s", "output_tokens"):
-        column = np.empty(n, dtype=getattr(runs[0], name).dtype)
-        for share, run in zip(shares, runs, strict=True):
-            column[share] = getattr(run, name)
-        columns.append(column)
-    return QueryLog(*columns)
+    # Each query keeps its place in the issue order (every Offline query is issued at 0).
+    return QueryLog.from_results(runs, shares)
 
 
 def queries_to_issue(scheduled_s, rules: RunRules) -> int:

@@ -54,6 +54,7 @@ from inferlab.loadgen import (
     QueryMix,
     RunRules,
     System,
+    dealt_in_turn,
     find_server_rate,
     mlperf_rules,
     run_scenario,
@@ -128,8 +129,7 @@ def peak_batch(log: QueryLog, replicas: int, shares=None) -> int:
     checks.instance("log", log, QueryLog)
     replicas = checks.whole("replicas", replicas)
     if shares is None:
-        # Replicas beyond the number of queries were dealt none.
-        shares = [slice(k, None, replicas) for k in range(min(replicas, len(log)))]
+        shares = dealt_in_turn(len(log), replicas)
     elif len(shares) > replicas:
         raise ValueError(f"shares: give at most one array of positions per replica "
                          f"({replicas}), not {len(shares)}")
@@ -206,7 +206,7 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     ``rules`` default to MLPerf's own (:func:`inferlab.loadgen.mlperf_rules`); pass
     ``mlperf_rules(scale=0.1)`` for a ten-times shorter run. ``tps`` lists the
     tensor-parallel widths to try. By default a chip and scenario the stack's reference
-    submission ran (:meth:`~inferlab.calibration.Stack.recorded_tp`) get that
+    submission ran (:meth:`~inferlab.calibration.Stack.engine`) get that
     submission's width, where it divides ``chips`` and fits, and any other system the
     best of every width :func:`tp_options` allows. ``dispatch`` is how queries reach
     the replicas (:data:`inferlab.loadgen.DISPATCHES`).
@@ -278,10 +278,9 @@ def _widths(hw: specs.Chip, chips: int, model: str, precision: str, scenario: st
             layout(model, hw, precision, tp=tp)
         return widths, "given"
     widths = tp_options(hw, chips, model, precision)
-    recorded = stack.recorded_tp(hw.name, scenario)
-    if recorded in widths:
-        source = stack.scheduler_source(hw.name, scenario)
-        return [recorded], f"the width {source} ran"
+    engine = stack.engine(hw.name, scenario)
+    if engine["tp"] in widths:
+        return [engine["tp"]], f"the width {engine['source']} ran"
     return widths, "the best of " + ", ".join(str(tp) for tp in widths)
 
 

@@ -465,6 +465,16 @@ def test_an_offline_log_keeps_each_query_in_its_issue_place():
     prompts, outputs = np.full(64, 300), np.arange(2, 66)
     log = lg._serve(system, np.zeros(64), prompts, outputs, "all_at_once")
     assert np.array_equal(log.output_tokens, outputs)
+    from inferlab.simulator import simulate
+    from inferlab.traffic import Requests
+    run = simulate(system.replica, Requests(np.zeros(2), np.full(2, 300), np.full(2, 10),
+                                            "all_at_once"), system.scheduler)
+    with pytest.raises(ValueError, match=r"positions: give one array per run \(1\), not 2"):
+        lg.QueryLog.from_results([run], [np.arange(2), np.arange(2, 4)])
+    # The round-robin rule predict.peak_batch reads by default is the system's own.
+    assert all(np.array_equal(a, b) for a, b in zip(lg.dealt_in_turn(20, 8),
+                                                    system.shares(20), strict=True))
+    assert len(lg.dealt_in_turn(3, 8)) == 3  # replicas past the third query get none
 
 
 def test_dealing_at_random_costs_the_tight_bound_more_than_the_loose_one():
