@@ -175,7 +175,8 @@ def against_context_ratio(ax, contexts, ratios, *, bandwidth_ratio: float, claim
     claim = checks.positive("claim", claim)
     audited = checks.reals("audited", audited, low=0.0)
     span = checks.reals("span", span, low=0.0, low_open=True)
-    limit = checks.positive("limit", limit)
+    # The axis is ticked from 256 tokens up to the limit; no model's context is shorter.
+    limit = checks.real("limit", limit, low=256.0)
     ylim = checks.reals("ylim", ylim)
     if len(span) != 2 or len(ylim) != 2 or ylim[0] >= ylim[1]:
         raise ValueError(f"span, ylim: got {span!r} and {ylim!r}; give each as (low, high)")

@@ -89,7 +89,8 @@ def allreduce_s(message_bytes: float, chips: int, link_bytes_per_s: float,
         "one-shot": latency + (p - 1) * message / link,
         "two-shot": 2 * latency + 2 * (p - 1) / p * message / link,
     }
-    return min(times.values()) if algorithm == "best" else times[algorithm]
+    return checks.finite_result(min(times.values()) if algorithm == "best" else times[algorithm],
+                                "message_bytes", "link_bytes_per_s", "latency_s")
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,9 @@ def tensor_parallel_step(
     message = batch * hidden_size * checks.positive("activation_bytes", activation_bytes)
     count = int(layers) * int(allreduces_per_layer)
     one = ring_allreduce_s(message, tp, link_bytes_per_s, hop_latency_s)
-    return TensorParallelStep(tp, (weights + kv) / (tp * bandwidth), count * one, count)
+    memory = checks.finite_result((weights + kv) / (tp * bandwidth), "weight_bytes",
+                                  "bandwidth_bytes_per_s", "kv_bytes_per_token")
+    return TensorParallelStep(tp, memory, count * one, count)
 
 
 def tensor_parallel_speedup(step_1: TensorParallelStep, step_tp: TensorParallelStep) -> float:

@@ -520,7 +520,8 @@ def floor_explorer_compute(
 
     Used in chapter 'The memory-bandwidth floor'.
     """
-    params = checks.positive("params_b", params_b) * 1e9
+    # No model is near a million billion parameters; the cap keeps the bytes finite.
+    params = checks.positive("params_b", params_b, high=1e6) * 1e9
     if chip == CUSTOM_CHIP:
         bandwidth = checks.positive("bandwidth_tb_s", bandwidth_tb_s) * TB
         capacity = math.nan

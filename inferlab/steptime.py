@@ -417,15 +417,16 @@ def steady_state(
 
     Used in chapter 'Batching' (the throughput-interactivity curve).
     """
-    c = np.atleast_1d(checks.reals("concurrency", concurrency, low=1.0))
-    prompt = checks.real("prompt_tokens", prompt_tokens, low=1.0)
-    output = checks.real("output_tokens", output_tokens, low=1.0)
+    c = np.atleast_1d(checks.reals("concurrency", concurrency, low=1.0, high=checks.MAX_COUNT))
+    prompt = checks.real("prompt_tokens", prompt_tokens, low=1.0, high=checks.MAX_COUNT)
+    output = checks.real("output_tokens", output_tokens, low=1.0, high=checks.MAX_COUNT)
     context = c * (prompt + output / 2)
     tokens = c * (1 + prompt / output)
     # Decode tokens attend over their whole context; the prefill share of each step
     # does prompt^2 / 2 pairs per prompt, spread over the output's steps.
     pairs = context + c * prompt * (prompt + 1) / (2 * output)
-    step = rep.step_s(context, tokens, pairs)
+    step = checks.finite_result(rep.step_s(context, tokens, pairs),
+                                "concurrency", "prompt_tokens", "output_tokens")
     fits = c * (prompt + output) <= rep.kv_capacity_tokens
     bound = np.where(rep.matmul_s(tokens) > rep.weights_s(tokens)
                      + rep.attention_s(context, pairs), "compute", "memory")

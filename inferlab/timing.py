@@ -303,8 +303,9 @@ def reconcile(output_tokens: int, ttft_s: float, decode_tok_per_s: float, *,
     """
     n = checks.whole("output_tokens", output_tokens)
     ttft = checks.non_negative("ttft_s", ttft_s)
-    decode = checks.positive("decode_tok_per_s", decode_tok_per_s)
-    target = checks.positive("target_tok_per_s", target_tok_per_s)
+    # Rates below a millionth of a token per second overflow the TTFT they imply.
+    decode = checks.real("decode_tok_per_s", decode_tok_per_s, low=1e-6)
+    target = checks.real("target_tok_per_s", target_tok_per_s, low=1e-6)
     top = checks.whole("max_output_tokens", max_output_tokens)
     curve_n = np.unique(np.geomspace(1, max(top, n), 200).round())
     return Reconciliation(

@@ -536,6 +536,25 @@ def test_bad_values_are_refused_by_name(name):
     run()
 
 
+#: The values at which finite arguments overflow a formula: the least positive float, whose
+#: reciprocal is infinite, and a huge one. The fuzz draws them only now and then; every
+#: numeric argument of every callable meets each of them here.
+EXTREMES = {"number": (5e-324, 1e300), "numbers": ([5e-324], [1e300])}
+
+
+def _extremes(name: str) -> dict[str, tuple]:
+    """The numeric arguments of ``name``, each with its kind's :data:`EXTREMES`."""
+    return {argument: EXTREMES[kind] for argument, kind in _fuzzable(name).items()
+            if kind in EXTREMES}
+
+
+@pytest.mark.parametrize("name", [name for name in fuzzed() if _extremes(name)])
+def test_extreme_but_finite_values_are_refused_or_give_finite_results(name):
+    for argument, values in _extremes(name).items():
+        for value in values:
+            check_bad_call(name, argument, value)
+
+
 def test_every_documented_callable_is_fuzzed_or_exempt_for_a_reason():
     table = documented()
     assert len(table) > 150
