@@ -330,6 +330,14 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "source": _text(),
         "note": _text(required=False),
     },
+    "mlperf_llama2_70b_input_lengths": {
+        "input_tokens": _integer(_Range(
+            1, 1_024, "tokens", "MLPerf keeps prompts of at most 1,024 tokens (48 to 1,021 here)")),
+        "samples": _integer(_Range(
+            1, 24_576, "samples", "how many of the data set's 24,576 samples have this length")),
+        "source": _text(),
+        "note": _text(required=False),
+    },
     "prices": {
         "id": _text(),
         "chip": _text(),
@@ -358,6 +366,7 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "mlperf_engine_configs": (("round", "submitter", "system", "scenario"),),
     "stacks": (("name",),),
     "leaderboard": (("rank",), ("model", "provider")),
+    "mlperf_llama2_70b_input_lengths": (("input_tokens",),),
     "prices": (("id",),),
 }
 

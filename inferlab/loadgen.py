@@ -82,7 +82,7 @@ from inferlab.simulator import (
     simulate,
 )
 from inferlab.steptime import Replica, replica
-from inferlab.traffic import Lengths, Requests
+from inferlab.traffic import Lengths, Requests, mlperf_input_lengths
 
 #: LoadGen's scenarios as this module names them ("Interactive" is Server with tighter bounds).
 SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")
@@ -853,6 +853,11 @@ class System:
 class QueryMix:
     """A query mix: prompt and output lengths, and the seed that fixes every draw.
 
+    By default the prompts are MLPerf's own: the lengths of the 24,576 samples of its
+    Llama 2 70B data set, issued in passes as LoadGen issues them
+    (:func:`inferlab.traffic.mlperf_input_lengths`). What Llama 2 70B answers is not
+    published sample by sample, only its mean (294 tokens), so the answers are
+    log-normal with that mean, an assumed spread of 1 and MLPerf's cap of 1,024.
     Answers are at least two tokens long: LoadGen's token latencies have no TPOT
     for a one-token answer and log it as an error.
 
@@ -863,7 +868,7 @@ class QueryMix:
     Used in chapter 'Benchmark scenarios'.
     """
 
-    prompt: Lengths = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)
+    prompt: Lengths = field(default_factory=mlperf_input_lengths)
     output: Lengths = Lengths(294, cv=1.0, min_tokens=2, max_tokens=1024)
     seed: int = 0
 

@@ -16,7 +16,9 @@ Arrivals come in three kinds:
 
 Lengths follow a log-normal distribution with a given mean and coefficient of
 variation (standard deviation over mean), rounded and clipped to
-``[min_tokens, max_tokens]``; a coefficient of 0 makes every length equal.
+``[min_tokens, max_tokens]``; a coefficient of 0 makes every length equal. Or they
+are a real data set's (:class:`DatasetLengths`): MLPerf's Llama 2 70B prompts are
+:func:`mlperf_input_lengths`.
 
 Used in chapter 'Batching' and by the scenarios chapter.
 """
@@ -24,11 +26,13 @@ Used in chapter 'Batching' and by the scenarios chapter.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
 from inferlab import checks
+from inferlab.data import load_table
 
 ARRIVAL_KINDS = ("poisson", "all_at_once", "closed")
 
@@ -71,6 +75,69 @@ class Lengths:
         # Clipped to MAX_COUNT before the cast: a far tail of a wide log-normal wraps round.
         high = checks.MAX_COUNT if self.max_tokens is None else self.max_tokens
         return np.clip(np.rint(values), self.min_tokens, high).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class DatasetLengths(Lengths):
+    """The lengths of a real data set's samples, drawn as LoadGen issues them.
+
+    LoadGen issues a data set's samples in a seeded random order, and MLPerf's
+    equal-issue rule for language models makes a run a whole number of passes over
+    the data set. So :meth:`sample` returns pass after pass, each every sample once in
+    a fresh random order; the first ``n`` draws are the same whatever the total.
+    ``mean_tokens``, ``cv``, ``min_tokens`` and ``max_tokens`` are the data set's own,
+    so code that reads them reads the real distribution. Build one with
+    :meth:`from_counts`.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    samples: tuple[int, ...] = field(default=(), repr=False)
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        values = checks.wholes("samples", self.samples)
+        if values.min() < self.min_tokens or (self.max_tokens is not None
+                                             and values.max() > self.max_tokens):
+            raise ValueError(f"samples: lengths {values.min()} to {values.max()} are outside "
+                             f"min_tokens {self.min_tokens} and max_tokens {self.max_tokens}")
+
+    @classmethod
+    def from_counts(cls, lengths, counts, name: str) -> DatasetLengths:
+        """The data set in which ``counts[i]`` samples are ``lengths[i]`` tokens long."""
+        lengths = checks.wholes("lengths", lengths, size=checks.MAX_ITEMS)
+        counts = checks.wholes("counts", counts, size=checks.MAX_ITEMS)
+        if len(lengths) != len(counts):
+            raise ValueError(f"lengths, counts: {len(lengths)} lengths but {len(counts)} counts;"
+                             " give one count per length")
+        if int(counts.sum()) > checks.MAX_ITEMS:
+            raise ValueError(f"counts: {int(counts.sum()):,} samples; at most "
+                             f"{checks.MAX_ITEMS:,} allowed")
+        values = np.repeat(lengths, counts)
+        return cls(float(values.mean()), float(values.std() / values.mean()), int(values.min()),
+                   int(values.max()), tuple(int(v) for v in values), name)
+
+    def sample(self, n: int, rng: np.random.Generator) -> np.ndarray:
+        """``n`` lengths as an ``int64`` array: whole passes over the data set, each in a
+        random order drawn from ``rng``, cut at ``n``."""
+        n = checks.whole("n", n, maximum=checks.MAX_ITEMS)
+        checks.instance("rng", rng, np.random.Generator)
+        values = np.asarray(self.samples, dtype=np.int64)
+        passes = -(-n // len(values))
+        return np.concatenate([rng.permutation(values) for _ in range(passes)])[:n]
+
+
+@cache
+def mlperf_input_lengths() -> DatasetLengths:
+    """The prompt lengths of MLPerf's Llama 2 70B data set, 24,576 samples of Open Orca in
+    Llama 2 tokens (``data/mlperf_llama2_70b_input_lengths.csv``, with its source).
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    table = load_table("mlperf_llama2_70b_input_lengths")
+    return DatasetLengths.from_counts(table["input_tokens"], table["samples"],
+                                      "MLPerf Llama 2 70B (Open Orca) prompts")
 
 
 @dataclass(frozen=True, eq=False)

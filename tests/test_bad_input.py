@@ -312,7 +312,10 @@ GOOD = {
     "claims.cards_table.ids": ["groq-claim-l2-70b"],
     "endpoint_metrics.requests": _trace_requests, "loadgen.model": "llama2-70b",
     "choosing.family": "gpu", "choosing.check_row.hardware_family": "GPU cloud",
-    "traffic.Requests.kind": "poisson", "calibration.stack.name": "TensorRT-LLM FP8",
+    "traffic.Requests.kind": "poisson", "traffic.DatasetLengths.samples": (16, 64),
+    "traffic.DatasetLengths.from_counts.lengths": [16, 64],
+    "traffic.DatasetLengths.from_counts.counts": [1, 2],
+    "calibration.stack.name": "TensorRT-LLM FP8",
     "stack_name": "TensorRT-LLM FP8", "simulator.fit_efficiency.target": 0.5,
     "prefill_s": lambda: (lambda tokens: 1e-4 * tokens), "use_server_token_count": False,
     "result": lambda: __import__("inferlab.simulator").simulator.simulate(

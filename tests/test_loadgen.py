@@ -322,8 +322,12 @@ def test_no_run_beats_the_compute_ceiling():
 def test_a_rate_ten_times_past_the_ceiling_is_refused_with_the_largest_allowed():
     system = lg.example_system()
     ceiling = system.ceiling_rate_per_s(*lg.QueryMix().lengths(10_000))
-    with pytest.raises(ValueError, match=r"rate_per_s: 86,400\.0 queries/s .*give at most 1,3"):
+    with pytest.raises(ValueError,
+                       match=r"rate_per_s: 86,400\.0 queries/s .*give at most ") as refused:
         lg.run_scenario(system, "Server", rate_per_s=86_400.0, rules=TINY)
+    # The largest rate allowed is the limit times the ceiling of the run's own queries.
+    allowed = float(str(refused.value).rsplit("give at most ", 1)[1].replace(",", ""))
+    assert allowed == pytest.approx(lg.MAX_OVERLOAD * ceiling, rel=0.02)
     # Just under the limit still runs: an overloaded run is a lesson, not an error.
     over = lg.run_scenario(system, "Interactive", rate_per_s=0.9 * lg.MAX_OVERLOAD * ceiling,
                            rules=TINY)
