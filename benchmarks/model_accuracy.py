@@ -29,7 +29,7 @@ import math
 import statistics
 import time
 
-from inferlab.calibration import row_key, scenario_pairs, stack, stacks
+from inferlab.calibration import bound_share, row_key, scenario_pairs, stack, stacks
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible
 from inferlab.loadgen import mlperf_rules
@@ -100,9 +100,12 @@ def main() -> None:
         points = (modelled - pair["drop"]) * 100
         drops.append(abs(points))
         by_config.setdefault((server_key, inter_key), (modelled, []))[1].append(pair["drop"])
+        edges = [bound_share(pair[f"{side}_id"]) for side in ("server", "interactive")]
+        edge_text = ("" if math.isnan(sum(edges)) else
+                     f"; p99 at {edges[0]:.0%} and {edges[1]:.0%} of the nearest bound")
         print(f"drop {pair['round']} {pair['submitter']:<14s} {pair['accelerators']} x "
               f"{pair['accelerator']:<18s} reported {pair['drop']:5.1%} modelled {modelled:5.1%} "
-              f"({points:+.1f} points)")
+              f"({points:+.1f} points{edge_text})")
     # One prediction serves every submitter of a configuration, so it can meet the 8-point
     # target only inside the window that every reported drop of that configuration allows.
     inside = 0

@@ -22,7 +22,11 @@ stack and three are stated assumptions:
 
 An anchor is the median of every audited row of one configuration (accelerator,
 count, format, scenario and stack, :func:`row_key`), whoever submitted it, so that no
-single submitter's tuning sets a stack.
+single submitter's tuning sets a stack. A latency-bound anchor counts only the runs
+that reached a bound (:func:`at_bound`): a Server or Interactive result is the rate
+its submitter asked LoadGen for, and one whose p99s sat well inside the bounds says
+only that the system can do at least that much, while the model predicts the most
+it can do.
 
 The fitted values live in ``data/stacks.csv`` with the ids of the rows they were
 fitted on; ``python scripts/calibrate.py`` refits and rewrites them, and
@@ -37,8 +41,9 @@ import math
 from dataclasses import dataclass
 from functools import cache
 
-from inferlab import specs
+from inferlab import checks, specs
 from inferlab.data import load_table
+from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 
 #: Parameters every stack shares, assumed rather than fitted (see the module docstring).
 ASSUMED = {"memory_efficiency": 0.8, "overlap": 1.0, "allreduce_latency_s": 5e-6}
@@ -248,6 +253,46 @@ def stack_for(chip: str, precision: str) -> Stack:
 # --------------------------------------------------------------------------------------
 # The audited rows, grouped as the model sees them
 # --------------------------------------------------------------------------------------
+
+
+#: How near its bounds a run must come for its result to count as the system's limit:
+#: a p99 within 5 % of its bound, an assumption. A run must pass with some margin, since
+#: early stopping and run-to-run noise punish one that aims exactly at the bound.
+AT_BOUND = 0.95
+
+
+@cache
+def _scenarios() -> dict[str, str]:
+    return dict(load_table("mlperf_llama2_70b").set_index("id")["scenario"])
+
+
+@cache
+def _latencies() -> dict[str, dict]:
+    return {row["id"]: row
+            for row in load_table("mlperf_llama2_70b_latencies").to_dict("records")}
+
+
+def bound_share(row_id: str) -> float:
+    """How near the run of audited row ``row_id`` came to its scenario's bounds: the
+    larger of its p99 TTFT and p99 TPOT, each as a share of its bound, from the run's
+    LoadGen summary (``data/mlperf_llama2_70b_latencies.csv``); ``nan`` where that
+    summary is not recorded. Used in chapter 'Batching'."""
+    scenario = _scenarios().get(checks.text("row_id", row_id))
+    if scenario is None:
+        raise ValueError(f"row_id: {row_id!r} is not an id of data/mlperf_llama2_70b.csv")
+    row = _latencies().get(row_id)
+    if row is None:
+        return math.nan
+    ttft_s, tpot_s = MLPERF_LLAMA2_70B_BOUNDS[scenario]
+    return max(row["ttft_p99_ms"] / (ttft_s * 1e3), row["tpot_p99_ms"] / (tpot_s * 1e3))
+
+
+def at_bound(row_id: str) -> bool | None:
+    """Whether the run of ``row_id`` reached a bound (:data:`AT_BOUND`): its result is
+    then the most the system did under the rules, not a rate chosen short of it.
+    ``None`` where the run's summary is not recorded. Used in chapter 'Batching'."""
+    share = bound_share(row_id)
+    return None if math.isnan(share) else share >= AT_BOUND
 
 
 def row_key(row: dict) -> tuple[tuple | None, str]:

@@ -338,6 +338,21 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "source": _text(),
         "note": _text(required=False),
     },
+    "mlperf_llama2_70b_latencies": {
+        "id": _text(),
+        "ttft_p99_ms": _number(_Range(
+            1, 2_000, "ms", "a valid run's p99 TTFT is within its bound: 450 or 2,000 ms")),
+        "tpot_p99_ms": _number(_Range(
+            1, 200, "ms", "a valid run's p99 TPOT is within its bound: 40 or 200 ms")),
+        "scheduled_samples_per_s": _number(_Range(
+            0.1, 10_000, "queries/s", "7.7 to 528 in the table; a rack would do a few thousand")),
+        "target_qps": _number(_Range(
+            0.1, 10_000, "queries/s", "the rate the submitter asked LoadGen for, as above")),
+        "min_duration_s": _number(_Range(
+            600, 86_400, "s", "MLPerf's minimum is 600 s; submitters ask for up to 5,400")),
+        "source": _text(),
+        "note": _text(required=False),
+    },
     "prices": {
         "id": _text(),
         "chip": _text(),
@@ -367,6 +382,7 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "stacks": (("name",),),
     "leaderboard": (("rank",), ("model", "provider")),
     "mlperf_llama2_70b_input_lengths": (("input_tokens",),),
+    "mlperf_llama2_70b_latencies": (("id",),),
     "prices": (("id",),),
 }
 

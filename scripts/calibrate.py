@@ -7,9 +7,10 @@ predicted latency-bound anchor (Interactive, else Server) matches the audited
 figure, and inside every trial ``compute_efficiency`` is bisected so that the
 predicted Offline anchor matches its figure. An anchor's figure is the median of
 every audited row the model cannot tell apart from the named one (same accelerator,
-count, format, scenario and stack: :func:`inferlab.calibration.row_key`), the figure
-``benchmarks/model_accuracy.py`` compares with, so that one submitter's tuning does
-not set a stack; ``fitted_on`` lists all of those rows. Everything else is
+count, format, scenario and stack: :func:`inferlab.calibration.row_key`), so that one
+submitter's tuning does not set a stack; for the latency-bound anchor, only those
+whose runs reached a bound (:func:`inferlab.calibration.at_bound`), since the model
+predicts the most a system can do. ``fitted_on`` lists the rows used. Everything else is
 :data:`inferlab.calibration.ASSUMED`. Runs use :data:`inferlab.predict.FIT_RULES`
 (MLPerf's own rules in every scenario), as the accuracy benchmark does. Takes about
 twenty minutes a stack on two cores; prints each trial.
@@ -24,7 +25,7 @@ import sys
 from pathlib import Path
 
 from inferlab.bisection import bisect
-from inferlab.calibration import ASSUMED, Stack, row_key, stack
+from inferlab.calibration import ASSUMED, Stack, at_bound, row_key, stack
 from inferlab.data import DATA_DIR, load_table
 from inferlab.predict import FIT_RULES, predict
 
@@ -52,12 +53,17 @@ OVERHEAD_RANGE = (0.0, 0.100)
 
 def anchor(table, row_id: str) -> dict:
     """Row ``row_id`` of ``table`` with ``tokens_per_s`` the median of its group (the rows
-    of the same :func:`~inferlab.calibration.row_key`) and ``ids`` the group's ids."""
+    of the same :func:`~inferlab.calibration.row_key`) and ``ids`` the group's ids. For a
+    Server or Interactive row the group keeps only the runs that reached a bound
+    (:func:`~inferlab.calibration.at_bound`), where any is recorded to have."""
     named = table.loc[row_id].to_dict()
     key, reason = row_key(named)
     if key is None:
         raise ValueError(f"anchor {row_id}: {reason}")
     group = [row for row in table.to_dict("records") if row_key(row)[0] == key]
+    limits = [row for row in group if at_bound(row["id"])]
+    if named["scenario"] != "Offline" and limits:
+        group = limits
     return {**named, "tokens_per_s": statistics.median(row["tokens_per_s"] for row in group),
             "ids": tuple(sorted(row["id"] for row in group))}
 

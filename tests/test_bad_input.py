@@ -315,7 +315,7 @@ GOOD = {
     "traffic.Requests.kind": "poisson", "traffic.DatasetLengths.samples": (16, 64),
     "traffic.DatasetLengths.from_counts.lengths": [16, 64],
     "traffic.DatasetLengths.from_counts.counts": [1, 2],
-    "calibration.stack.name": "TensorRT-LLM FP8",
+    "calibration.stack.name": "TensorRT-LLM FP8", "row_id": "v5.1-nebius-8xh200sxm-server",
     "stack_name": "TensorRT-LLM FP8", "simulator.fit_efficiency.target": 0.5,
     "prefill_s": lambda: (lambda tokens: 1e-4 * tokens), "use_server_token_count": False,
     "result": lambda: __import__("inferlab.simulator").simulator.simulate(

@@ -418,3 +418,19 @@ def test_corrected_results_are_used_and_audit_states_are_honest():
     claims = rack[rack["value"].between(869_000, 869_400)]
     assert set(claims["audited"]) == {"unverified"}
     assert math.isclose(result("llmperf-groq-l2-70b-throughput")["value"], 185.05, rel_tol=1e-3)
+
+
+def test_each_latency_row_is_an_audited_bounded_result_within_its_bounds():
+    from inferlab.loadgen import bounds
+    results = load_table("mlperf_llama2_70b").set_index("id")
+    latencies = load_table("mlperf_llama2_70b_latencies")
+    assert set(latencies["id"]) <= set(results.index)
+    for row in latencies.to_dict("records"):
+        result = results.loc[row["id"]]
+        limit = bounds("llama2-70b", result["scenario"])
+        # Every row is a valid run, so its p99s meet the scenario's own bounds.
+        assert row["ttft_p99_ms"] <= limit.ttft_s * 1e3, row["id"]
+        assert row["tpot_p99_ms"] <= limit.tpot_s * 1e3, row["id"]
+        # LoadGen schedules at the target the submitter set, within its Poisson luck.
+        assert abs(row["scheduled_samples_per_s"] / row["target_qps"] - 1) < 0.02, row["id"]
+        assert result["round"] == "v5.1" and result["scenario"] in ("Server", "Interactive")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 
 from inferlab import specs
-from inferlab.calibration import Stack, row_key, stack, stacks
+from inferlab.calibration import Stack, at_bound, bound_share, row_key, stack, stacks
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible
 from inferlab.loadgen import mlperf_rules
@@ -150,8 +151,30 @@ def test_every_stack_names_the_rows_it_was_fitted_on():
         assert set(fitted.fitted_on) <= set(by_id)
         keys = {row_key(by_id[i])[0] for i in fitted.fitted_on}
         assert 1 <= len(keys) <= 2 and None not in keys
-        group = {row["id"] for row in records if row_key(row)[0] in keys}
+        group = set()
+        for key in keys:
+            rows = [row for row in records if row_key(row)[0] == key]
+            limits = [row for row in rows if at_bound(row["id"])]
+            # A latency-bound group counts only the runs that reached a bound, where any did.
+            if key[3] != "Offline" and limits:
+                rows = limits
+            group |= {row["id"] for row in rows}
         assert set(fitted.fitted_on) == group, fitted.name
+
+
+def test_a_run_reached_a_bound_when_a_p99_came_within_five_percent_of_it():
+    # Nebius's Interactive H200 run: p99 TTFT 431.5 of 450 ms, TPOT 39.64 of 40 ms.
+    assert bound_share("v5.1-nebius-8xh200sxm-interactive") == pytest.approx(39.642461 / 40,
+                                                                             rel=1e-4)
+    assert at_bound("v5.1-nebius-8xh200sxm-interactive")
+    # Cisco's, at NVIDIA's default target: 269 ms and 36.8 ms, 92 % of the nearer bound.
+    assert bound_share("v5.1-cisco-8xh200sxm-interactive") == pytest.approx(0.92, abs=0.005)
+    assert at_bound("v5.1-cisco-8xh200sxm-interactive") is False
+    # Server bounds are 2 s and 200 ms: ASUSTeK's p99 TPOT was 193 ms.
+    assert at_bound("v5.1-asustek-8xh200sxm-server")
+    # No summary recorded (a v5.0 run): neither verdict.
+    assert at_bound("v5.0-nvidia-8xh200sxm-interactive") is None
+    assert math.isnan(bound_share("v5.0-nvidia-8xh200sxm-interactive"))
 
 
 def test_engine_settings_come_from_the_submitters_own_configuration():
