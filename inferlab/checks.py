@@ -86,6 +86,17 @@ def positive(name: str, value, *, high: float = math.inf) -> float:
     return real(name, value, low=0.0, low_open=True, high=high)
 
 
+#: The least rate, per second, a rate argument may take. No system serves a millionth of a
+#: token per second, and a smaller rate's reciprocal overflows the formulas that divide
+#: by it (the least positive float's reciprocal is infinite).
+MIN_RATE = 1e-6
+
+
+def rate(name: str, value, *, high: float = math.inf) -> float:
+    """``value`` as a finite rate per second, from :data:`MIN_RATE` to ``high``."""
+    return real(name, value, low=MIN_RATE, high=high)
+
+
 def non_negative(name: str, value, *, high: float = math.inf) -> float:
     """``value`` as a finite float of at least 0 (and at most ``high``)."""
     return real(name, value, low=0.0, high=high)

@@ -1366,9 +1366,7 @@ def cost_per_million_tokens(chips: int = 8, usd_per_chip_hour: float = 3.75,
     """
     count = checks.whole("chips", chips)
     price = checks.non_negative("usd_per_chip_hour", usd_per_chip_hour, high=1e6)
-    # A rate below a millionth of a token per second is no system's, and its reciprocal
-    # overflows the formula; the floor keeps every answer finite.
-    rate = checks.real("tokens_per_s", tokens_per_s, low=1e-6, high=1e12)
+    rate = checks.rate("tokens_per_s", tokens_per_s, high=1e12)
     return checks.finite_result(count * price / (rate * 3600.0 / 1e6),
                                 "chips", "usd_per_chip_hour", "tokens_per_s")
 
@@ -1405,7 +1403,7 @@ def systems_needed(tokens_per_day: float = 1e9, system_tok_s: float = 10_000.0) 
     Used in chapter 'Choosing hardware'.
     """
     volume = checks.real("tokens_per_day", tokens_per_day, low=1.0, high=1e15)
-    rate = checks.real("system_tok_s", system_tok_s, low=1e-6, high=1e12)
+    rate = checks.rate("system_tok_s", system_tok_s, high=1e12)
     return int(math.ceil(volume / DAY_S / rate))
 
 
@@ -1535,7 +1533,7 @@ def end_to_end_s(ttft_s: float = 0.2, tok_s: float = 100.0, output_tokens: int =
     Used in chapter 'Choosing hardware'.
     """
     ttft = checks.non_negative("ttft_s", ttft_s, high=3600.0)
-    rate = checks.real("tok_s", tok_s, low=1e-6, high=1e9)
+    rate = checks.rate("tok_s", tok_s, high=1e9)
     n = checks.whole("output_tokens", output_tokens, maximum=10**7)
     return ttft + n / rate
 

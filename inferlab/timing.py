@@ -303,9 +303,8 @@ def reconcile(output_tokens: int, ttft_s: float, decode_tok_per_s: float, *,
     """
     n = checks.whole("output_tokens", output_tokens)
     ttft = checks.non_negative("ttft_s", ttft_s)
-    # Rates below a millionth of a token per second overflow the TTFT they imply.
-    decode = checks.real("decode_tok_per_s", decode_tok_per_s, low=1e-6)
-    target = checks.real("target_tok_per_s", target_tok_per_s, low=1e-6)
+    decode = checks.rate("decode_tok_per_s", decode_tok_per_s)
+    target = checks.rate("target_tok_per_s", target_tok_per_s)
     top = checks.whole("max_output_tokens", max_output_tokens)
     curve_n = np.unique(np.geomspace(1, max(top, n), 200).round())
     return Reconciliation(
