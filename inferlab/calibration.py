@@ -1,15 +1,17 @@
 """Calibration: the few parameters of each software stack, fitted on named audited results.
 
-The step-time model (:mod:`inferlab.steptime`) is physics plus five numbers that
+The step-time model (:mod:`inferlab.steptime`) is physics plus six numbers that
 describe software, not silicon: the share of peak bandwidth and of peak FLOP/s
 the kernels reach, how far the weight reads hide under the matrix multiplies
 (``overlap``), a fixed cost paid by every step whatever its batch
 (``step_overhead_s``: kernel launches, sampling, scheduling, and whatever else does
-not shrink with the batch), and the latency of one all-reduce hop.
+not shrink with the batch), the share of that cost that is GPU time at the chip's
+clock (``clock_share``), and the latency of one all-reduce hop.
 
 A :class:`Stack` fixes them for one serving stack (TensorRT-LLM at FP8 on Hopper,
-TensorRT-LLM at FP4 on Blackwell, vLLM on ROCm). Of the five, two are fitted per
-stack and three are stated assumptions:
+TensorRT-LLM at FP4 on Blackwell, vLLM on ROCm). Of the six, two are fitted per
+stack, one more where the stack has a lower-clocked card to fit it on, and three
+are stated assumptions:
 
 - ``compute_efficiency`` is fitted so that the stack's *Offline* anchor is
   reproduced (Offline is compute-bound on every GPU here, so it pins the FLOP/s);
@@ -17,6 +19,12 @@ stack and three are stated assumptions:
   (Interactive where the stack has one, else Server) is reproduced: a fixed cost
   is negligible in a 100 ms Server step and a large share of a 30 ms Interactive
   step, so it is what the latency bound measures;
+- ``clock_share`` is fitted, for TensorRT-LLM at FP8, on a latency-bound result of
+  a card that runs its full-power part's die at a lower clock (the H200 NVL): the
+  fixed cost was fitted on full-clock chips, and on such a card the share of it
+  spent in small kernels takes :func:`~inferlab.roofline.clock_slowdown` times as
+  long (:meth:`Stack.step_overhead_on`). Other stacks run on no such card, and
+  keep 0 or borrow it;
 - ``memory_efficiency`` 0.8, ``overlap`` 1 (the ideal roofline) and an all-reduce hop
   of 5 microseconds are assumed, not fitted (:data:`ASSUMED`).
 
@@ -44,6 +52,7 @@ from functools import cache
 from inferlab import checks, specs
 from inferlab.data import load_table
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
+from inferlab.roofline import clock_slowdown
 
 #: Parameters every stack shares, assumed rather than fitted (see the module docstring).
 ASSUMED = {"memory_efficiency": 0.8, "overlap": 1.0, "allreduce_latency_s": 5e-6}
@@ -65,6 +74,7 @@ class Stack:
     memory_efficiency: float = ASSUMED["memory_efficiency"]
     overlap: float = ASSUMED["overlap"]
     allreduce_latency_s: float = ASSUMED["allreduce_latency_s"]
+    clock_share: float = 0.0
     fitted_on: tuple[str, ...] = ()
 
     def scheduler(self, accelerator: str, scenario: str):
@@ -80,11 +90,23 @@ class Stack:
         another's)."""
         return engine_settings(self.name, accelerator, scenario)
 
-    def replica_parameters(self) -> dict[str, float]:
-        """The keyword arguments :func:`inferlab.steptime.replica` takes from a stack."""
+    def step_overhead_on(self, chip, precision: str) -> float:
+        """The fixed cost per step on ``chip`` at ``precision``: ``step_overhead_s`` as fitted
+        on a full-clock chip, with its ``clock_share`` (the GPU time of the small kernels)
+        stretched by the chip's :func:`~inferlab.roofline.clock_slowdown`::
+
+            step_overhead_s x (1 - clock_share + clock_share x slowdown)
+        """
+        slowdown = clock_slowdown(specs.as_chip(chip), precision)
+        return self.step_overhead_s * (1 - self.clock_share + self.clock_share * slowdown)
+
+    def replica_parameters(self, chip, precision: str) -> dict[str, float]:
+        """The keyword arguments :func:`inferlab.steptime.replica` takes from a stack, for
+        a replica of ``chip`` at ``precision`` (:meth:`step_overhead_on`)."""
         return {"memory_efficiency": self.memory_efficiency,
                 "compute_efficiency": self.compute_efficiency,
-                "overlap": self.overlap, "step_overhead_s": self.step_overhead_s,
+                "overlap": self.overlap,
+                "step_overhead_s": self.step_overhead_on(chip, precision),
                 "allreduce_latency_s": self.allreduce_latency_s}
 
 
@@ -224,6 +246,7 @@ def stacks() -> dict[str, Stack]:
             step_overhead_s=row["step_overhead_ms"] / 1e3,
             memory_efficiency=row["memory_efficiency"], overlap=row["overlap"],
             allreduce_latency_s=row["allreduce_latency_us"] / 1e6,
+            clock_share=row["clock_share"],
             fitted_on=tuple(part.strip() for part in row["fitted_on"].split(";")))
     return out
 

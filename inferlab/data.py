@@ -313,6 +313,8 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "overlap": _number(_Range(0, 1, "", "the overlapped fraction of a step; 1 is ideal")),
         "allreduce_latency_us": _number(_Range(
             0, 10_000, "us", "one all-reduce hop: a few microseconds on NVLink")),
+        "clock_share": _number(_Range(
+            0, 1, "", "the share of the fixed cost that runs at the chip's clock")),
         "fitted_on": _text(),
         "source": _text(),
         "note": _text(required=False),

@@ -231,7 +231,7 @@ def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = 
     widths, tp_from = _widths(hw, chips, model, precision, scenario, stack, tps)
     best = None
     for tp in widths:
-        rep = replica(model, hw, tp, precision, **stack.replica_parameters())
+        rep = replica(model, hw, tp, precision, **stack.replica_parameters(hw, precision))
         system = System(f"{chips} x {hw.name}, tp={tp}", rep, chips // tp,
                         stack.scheduler(hw.name, scenario), dispatch)
         rate = None

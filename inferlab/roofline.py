@@ -402,6 +402,30 @@ def sustained_flop_per_s(chip: specs.Chip, precision: str) -> float:
                / full.board_power_w)
 
 
+def clock_slowdown(chip: specs.Chip, precision: str) -> float:
+    """How many times longer ``chip`` takes than its full-power part over work that
+    neither memory nor power bounds: small kernels between the big matrix multiplies.
+
+    A card that runs a full-power part's die at a lower clock (the H100 and H200 NVL
+    cards) is rated lower on its datasheet by that clock, so the ratio of the two
+    datasheet peaks at ``precision`` is taken as the ratio of clocks::
+
+        slowdown = full_peak / peak
+
+    For the H100 PCIe the ratio also counts its fewer multiprocessors (114 of 132),
+    over which such kernels spread too. 1 for a chip without a ``full_power_part``,
+    and for the MI300X, whose datasheet peaks are the MI325X's.
+
+    Used in chapter 'Batching' (the share of a step's fixed cost that runs at the
+    chip's clock, :attr:`inferlab.calibration.Stack.clock_share`).
+    """
+    chip = specs.as_chip(chip)
+    peak = peak_flop_per_s(chip, precision)
+    if not chip.full_power_part:
+        return 1.0
+    return max(1.0, peak_flop_per_s(specs.chip(chip.full_power_part), precision) / peak)
+
+
 # --------------------------------------------------------------------------------------
 # Capacity meets bandwidth: the best aggregate rate a group of chips allows
 # --------------------------------------------------------------------------------------

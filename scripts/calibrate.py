@@ -1,4 +1,4 @@
-"""Fit each software stack's two free parameters on its named anchor results; write data/stacks.csv.
+"""Fit each software stack's free parameters on its named anchor results; write data/stacks.csv.
 
     python scripts/calibrate.py
 
@@ -10,7 +10,9 @@ every audited row the model cannot tell apart from the named one (same accelerat
 count, format, scenario and stack: :func:`inferlab.calibration.row_key`), so that one
 submitter's tuning does not set a stack; for the latency-bound anchor, only those
 whose runs reached a bound (:func:`inferlab.calibration.at_bound`), since the model
-predicts the most a system can do. ``fitted_on`` lists the rows used. Everything else is
+predicts the most a system can do. Last, a stack in :data:`CLOCK_ANCHORS` bisects
+``clock_share`` so that its lower-clocked card's anchor matches too.
+``fitted_on`` lists the rows used. Everything else is
 :data:`inferlab.calibration.ASSUMED`. Runs use :data:`inferlab.predict.FIT_RULES`
 (MLPerf's own rules in every scenario), as the accuracy benchmark does. Takes about
 twenty minutes a stack on two cores; prints each trial.
@@ -22,6 +24,7 @@ import argparse
 import csv
 import statistics
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from inferlab.bisection import bisect
@@ -45,6 +48,19 @@ ANCHORS = {
 #: Where a stack without a latency-bound anchor takes its fixed cost per step from.
 FIXED_COST_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
                    "vLLM ROCm FP8 (v4.1)": "vLLM ROCm FP8"}
+
+#: The latency-bound row each stack fits its ``clock_share`` on: a card that runs a
+#: full-power part's die at a lower clock (:func:`inferlab.roofline.clock_slowdown`).
+#: Of TensorRT-LLM's, the H200 NVL is the one with Interactive runs whose summaries
+#: show a bound reached; the eight-card group is taken, as every other anchor has
+#: eight GPUs.
+CLOCK_ANCHORS = {"TensorRT-LLM FP8": "v5.1-dell-8xh200nvl-interactive"}
+
+#: Where a stack without a clock anchor takes its ``clock_share`` from; a stack in
+#: neither keeps 0, which changes none of its predictions: no card it runs on has a
+#: lower clock than its full-power part (the MI300X has the MI325X's datasheet peaks,
+#: and no Blackwell card here names a full-power part).
+CLOCK_SHARE_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8"}
 
 #: Search ranges: compute efficiency and fixed cost per step (seconds).
 EFFICIENCY_RANGE = (0.05, 1.0)
@@ -130,6 +146,28 @@ def fit(name: str, offline: dict, bounded: dict | None,
                  fitted_on=offline["ids"] + bounded["ids"]), edge
 
 
+def fit_clock_share(found: Stack, clocked: dict) -> tuple[Stack, str]:
+    """``found`` with the ``clock_share`` that reproduces ``clocked``, an audited row of a
+    lower-clocked card. The share does not move the other anchors (full-clock chips), so
+    it is fitted last, alone."""
+    def clocked_at(share: float) -> float:
+        value = _predicted(clocked, replace(found, clock_share=share))
+        print(f"  {found.name}: clock share {share:.3f} -> {clocked['accelerator']} "
+              f"{clocked['scenario']} {value:,.0f} (reported {clocked['tokens_per_s']:,.0f})",
+              flush=True)
+        return value
+
+    try:
+        share, edge = bisect(clocked_at, clocked["tokens_per_s"], 0.0, 1.0, iterations=9,
+                             increasing=False), ""
+    except ValueError as error:
+        # Even all of the fixed cost at the card's clock (or none of it) misses: keep the
+        # end of the range that comes closest, and say so.
+        share = 1.0 if clocked_at(1.0) > clocked["tokens_per_s"] else 0.0
+        edge = f" The clock share is at the edge of its range: {error}."
+    return replace(found, clock_share=share, fitted_on=found.fitted_on + clocked["ids"]), edge
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", action="append", choices=list(ANCHORS),
@@ -151,6 +189,23 @@ def main(argv=None) -> int:
               flush=True)
         bounded = None if bounded_id is None else anchor(table, bounded_id)
         found, edge = fit(name, anchor(table, offline_id), bounded, fitted)
+        fitted_note = ("compute_efficiency reproduces the median of the Offline rows"
+                       + (", step_overhead_ms that of the latency-bound rows" if bounded_id
+                          else ""))
+        assumed_note = ("memory_efficiency, overlap and allreduce_latency_us are assumed "
+                        "(inferlab.calibration.ASSUMED)")
+        if name in CLOCK_ANCHORS:
+            found, clock_edge = fit_clock_share(found, anchor(table, CLOCK_ANCHORS[name]))
+            edge += clock_edge
+            fitted_note += ", clock_share that of the lower-clocked card's row"
+        elif name in CLOCK_SHARE_FROM:
+            source = CLOCK_SHARE_FROM[name]
+            found = replace(found, clock_share=(fitted[source] if source in fitted
+                                                else stack(source)).clock_share)
+            assumed_note += f"; clock_share is the {source} stack's"
+        else:
+            assumed_note += ("; clock_share 0 changes none of its predictions (no card it "
+                             "runs on is clocked below its full-power part)")
         fitted[name] = found
         rows.append({
             "name": name,
@@ -159,14 +214,11 @@ def main(argv=None) -> int:
             "memory_efficiency": ASSUMED["memory_efficiency"],
             "overlap": ASSUMED["overlap"],
             "allreduce_latency_us": ASSUMED["allreduce_latency_s"] * 1e6,
+            "clock_share": f"{found.clock_share:.3f}",
             "fitted_on": "; ".join(found.fitted_on),
             "source": "fitted by scripts/calibrate.py on the rows named in fitted_on "
                       "(data/mlperf_llama2_70b.csv)",
-            "note": ("compute_efficiency reproduces the median of the Offline rows"
-                     + (", step_overhead_ms that of the latency-bound rows" if bounded_id
-                        else "")
-                     + "; memory_efficiency, overlap and allreduce_latency_us are assumed "
-                     "(inferlab.calibration.ASSUMED)." + edge),
+            "note": f"{fitted_note}; {assumed_note}.{edge}",
         })
     # Another calibration may have written its stacks meanwhile: keep them.
     if path.is_file():

@@ -202,9 +202,9 @@ def test_a_quote_that_never_closes_is_named_where_it_opens(tmp_path):
     header, rows = _table("stacks")
     path = _write(tmp_path, "stacks", header, rows)
     with path.open("a", encoding="utf-8") as handle:
-        handle.write('extra,0.5,10,0.8,1.0,5.0,x,"a source that never closes,\nnote\n')
+        handle.write('extra,0.5,10,0.8,1.0,5.0,0.2,x,"a source that never closes,\nnote\n')
     text = _error(tmp_path, "stacks")
-    assert _at("stacks", len(rows) + 2, 8, "source") in text
+    assert _at("stacks", len(rows) + 2, 9, "source") in text
     assert "this quoted cell is never closed" in text
 
 
@@ -300,6 +300,7 @@ def test_the_cpu_range_is_not_granted_to_a_gpu(tmp_path):
         ("results", 0, "unit", "tokens/min", "is not one of tokens/s, s, x, %"),
         ("mlperf_llama2_70b", 0, "tokens_per_s", "3062720000", "per accelerator"),
         ("stacks", 0, "compute_efficiency", "91.14", "range 0.01 to 1 (a fraction of peak"),
+        ("stacks", 0, "clock_share", "1.5", "range 0 to 1 (the share of the fixed cost"),
         ("leaderboard", 0, "ttft_ms", "0", "range 1 to 600,000 ms"),
         ("mlperf_engine_configs", 0, "tp", "0", "range 1 to 64"),
     ],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import math
 import statistics
@@ -137,20 +138,51 @@ def test_the_hopper_stack_reproduces_its_interactive_anchor_and_a_bigger_overhea
     found = predict(*args, stack=fitted, rules=FIT_RULES[row["scenario"]])
     assert found.valid and found.tpot_p99_s <= 0.040
     assert found.tokens_per_s == pytest.approx(median, rel=0.03)
-    slower = Stack("slower", fitted.compute_efficiency, fitted.step_overhead_s * 1.5)
+    # The same stack (so the same engines) with half as much again of fixed cost.
+    slower = dataclasses.replace(fitted, step_overhead_s=fitted.step_overhead_s * 1.5)
     rules = FIT_RULES[row["scenario"]]
     assert predict(*args, stack=slower, rules=rules).tokens_per_s < found.tokens_per_s
 
 
+def test_the_clock_share_stretches_the_fixed_cost_only_on_lower_clocked_cards():
+    fitted = stack("TensorRT-LLM FP8")
+    assert 0 < fitted.clock_share < 1
+    base = fitted.step_overhead_s
+    for name in ("NVIDIA H200 SXM", "NVIDIA H100 SXM"):
+        assert fitted.step_overhead_on(name, "fp8") == pytest.approx(base)
+    slowdown = 1978.9 / 1670.5
+    assert fitted.step_overhead_on("NVIDIA H200 NVL", "fp8") == pytest.approx(
+        base * (1 - fitted.clock_share + fitted.clock_share * slowdown))
+    # None of it at the clock: the NVL card pays the SXM part's cost.
+    host_only = Stack("host only", fitted.compute_efficiency, base)
+    assert host_only.step_overhead_on("NVIDIA H200 NVL", "fp8") == pytest.approx(base)
+    with pytest.raises(ValueError, match="chip"):
+        fitted.step_overhead_on("NVIDIA H9000", "fp8")
+
+
+def test_the_hopper_stack_reproduces_its_lower_clocked_anchor_and_a_larger_share_lowers_it():
+    fitted = stack("TensorRT-LLM FP8")
+    ids = load_table("mlperf_llama2_70b").set_index("id")
+    nvl = [i for i in fitted.fitted_on if ids.loc[i, "accelerator"] == "NVIDIA H200 NVL"]
+    assert nvl == ["v5.1-dell-8xh200nvl-interactive"]  # the one NVL run at a bound
+    args = ("NVIDIA H200 NVL", 8, "Llama 2 70B", "fp8", "Interactive")
+    found = predict(*args, stack=fitted, rules=FIT_RULES["Interactive"])
+    assert found.tokens_per_s == pytest.approx(ids.loc[nvl[0], "tokens_per_s"], rel=0.03)
+    more = dataclasses.replace(fitted, clock_share=min(1.0, fitted.clock_share * 2))
+    assert predict(*args, stack=more, rules=FIT_RULES["Interactive"]).tokens_per_s \
+        < found.tokens_per_s
+
+
 def test_every_stack_names_the_rows_it_was_fitted_on():
-    # All the rows of one or two configurations (Offline, and the latency-bound one):
-    # a fit on a group's median names every row of the group, and no other.
+    # All the rows of one to three configurations (Offline, the latency-bound one, and a
+    # lower-clocked card's): a fit on a group's median names every row of the group, and
+    # no other.
     records = load_table("mlperf_llama2_70b").to_dict("records")
     by_id = {row["id"]: row for row in records}
     for fitted in stacks().values():
         assert set(fitted.fitted_on) <= set(by_id)
         keys = {row_key(by_id[i])[0] for i in fitted.fitted_on}
-        assert 1 <= len(keys) <= 2 and None not in keys
+        assert 1 <= len(keys) <= 3 and None not in keys
         group = set()
         for key in keys:
             rows = [row for row in records if row_key(row)[0] == key]

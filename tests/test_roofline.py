@@ -141,6 +141,21 @@ def test_a_card_with_a_full_power_part_but_no_watts_is_refused():
         rl.sustained_flop_per_s(card, "fp8")
 
 
+def test_a_lower_clocked_card_is_slower_by_its_datasheet_ratio_and_full_parts_are_not():
+    # The NVL cards are rated 1,670.5 dense FP8 TFLOP/s against the SXM part's 1,978.9.
+    for name in ("NVIDIA H100 NVL", "NVIDIA H200 NVL"):
+        assert rl.clock_slowdown(chip(name), "fp8") == pytest.approx(1978.9 / 1670.5)
+    # The PCIe card's ratio counts its fewer multiprocessors too.
+    assert rl.clock_slowdown(chip("NVIDIA H100 PCIe"), "fp8") == pytest.approx(1978.9 / 1513)
+    # Same datasheet peaks (MI300X, MI325X) or no full-power part: no slowdown.
+    for name in ("AMD MI300X", "NVIDIA H200 SXM", "NVIDIA B200", "NVIDIA GH200 144GB"):
+        assert rl.clock_slowdown(chip(name), "fp8") == 1.0
+    with pytest.raises(ValueError, match="chip"):
+        rl.clock_slowdown("NVIDIA H9000", "fp8")
+    with pytest.raises(ValueError, match="precision"):
+        rl.clock_slowdown(chip("NVIDIA H200 NVL"), "fp5")
+
+
 @pytest.mark.parametrize(
     ("call", "argument"),
     [
