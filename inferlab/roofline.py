@@ -417,7 +417,7 @@ def clock_slowdown(chip: specs.Chip, precision: str) -> float:
     and for the MI300X, whose datasheet peaks are the MI325X's.
 
     Used in chapter 'Batching' (the share of a step's fixed cost that runs at the
-    chip's clock, :attr:`inferlab.calibration.Stack.clock_share`).
+    chip's clock, :meth:`inferlab.calibration.Stack.step_overhead_on`).
     """
     chip = specs.as_chip(chip)
     peak = peak_flop_per_s(chip, precision)
