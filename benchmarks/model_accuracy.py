@@ -80,12 +80,18 @@ def main() -> None:
         predicted[key] = result.tokens_per_s
         medians[key] = reported
         error = result.tokens_per_s / reported - 1
-        used = any(row["id"] in fitted for row in rows)
-        if not used:
+        anchors = [row["tokens_per_s"] for row in rows if row["id"] in fitted]
+        if not anchors:
             scored.append(abs(error))
-        print(f"{'fitted' if used else 'predicted':9s} {chips:3d} x {chip:<44s} {precision} "
+        # A latency-bound fit reproduces only the runs that reached a bound: say which.
+        anchor_text = ("" if not anchors or len(anchors) == len(rows) else
+                       f"; fitted on {len(anchors)} of the rows, median "
+                       f"{statistics.median(anchors):,.0f} "
+                       f"({result.tokens_per_s / statistics.median(anchors) - 1:+.1%})")
+        print(f"{'fitted' if anchors else 'predicted':9s} {chips:3d} x {chip:<44s} {precision} "
               f"{scenario:<11s} reported {reported:10,.0f} ({len(rows)} rows) modelled "
-              f"{result.tokens_per_s:10,.0f} {error:+6.1%} tp={result.tp}", flush=True)
+              f"{result.tokens_per_s:10,.0f} {error:+6.1%} tp={result.tp}{anchor_text}",
+              flush=True)
     print(f"predicted {len(predicted)} groups in {time.perf_counter() - start:.0f} s")
     for row_id, reason in skipped:
         print(f"skipped {row_id}: {reason}")
