@@ -9,9 +9,9 @@ not shrink with the batch), the share of that cost that is GPU time at the chip'
 clock (``clock_share``), and the latency of one all-reduce hop.
 
 A :class:`Stack` fixes them for one serving stack (TensorRT-LLM at FP8 on Hopper,
-TensorRT-LLM at FP4 on Blackwell, vLLM on ROCm). Of the six, two are fitted per
-stack, one more where the stack has a lower-clocked card to fit it on, and three
-are stated assumptions:
+TensorRT-LLM at FP4 on Blackwell, vLLM on ROCm). Of the six, up to three are fitted
+per stack and three are stated assumptions (a stack from a round without an
+Interactive result fits only its efficiency and borrows its successor's fixed cost):
 
 - ``compute_efficiency`` is fitted so that the stack's *Offline* anchor is
   reproduced (Offline is compute-bound on every GPU here, so it pins the FLOP/s);
@@ -23,8 +23,9 @@ are stated assumptions:
   a card that runs its full-power part's die at a lower clock (the H200 NVL): the
   fixed cost was fitted on full-clock chips, and on such a card the share of it
   spent in small kernels takes :func:`~inferlab.roofline.clock_slowdown` times as
-  long (:meth:`Stack.step_overhead_on`). Other stacks run on no such card, and
-  keep 0 or borrow it;
+  long (:meth:`Stack.step_overhead_on`). One row pins only the product of share
+  and slowdown; reading it as a share takes the datasheet ratio for the clock
+  ratio. Other stacks run on no such card, and keep 0 or borrow it;
 - ``memory_efficiency`` 0.8, ``overlap`` 1 (the ideal roofline) and an all-reduce hop
   of 5 microseconds are assumed, not fitted (:data:`ASSUMED`).
 
@@ -97,8 +98,9 @@ class Stack:
 
             step_overhead_s x (1 - clock_share + clock_share x slowdown)
         """
+        share = checks.fraction("clock_share", self.clock_share)
         slowdown = clock_slowdown(specs.as_chip(chip), precision)
-        return self.step_overhead_s * (1 - self.clock_share + self.clock_share * slowdown)
+        return self.step_overhead_s * (1 - share + share * slowdown)
 
     def replica_parameters(self, chip, precision: str) -> dict[str, float]:
         """The keyword arguments :func:`inferlab.steptime.replica` takes from a stack, for
@@ -154,7 +156,9 @@ ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] 
     "TensorRT-LLM FP8": {
         None: (("v5.0", "NVIDIA", "H200-SXM-141GBx8_TRT"),),
         "NVIDIA H100 NVL": (("v5.0", "Fujitsu", "H100-NVL-94GBx8_TRT"),),
-        "NVIDIA H200 NVL": (("v5.1", "Quanta_Cloud_Technology", "D75E-4U_H200-NVL-141GBx4_TRT"),),
+        # Dell's is the run the clock share is fitted on. QCT's files differ only in the
+        # Interactive batch limit (512, which the 256-token budget caps at 256 anyway).
+        "NVIDIA H200 NVL": (("v5.1", "Dell", "XE7745_H200_NVL_141GBx8_TRT"),),
     },
     "TensorRT-LLM FP4": {
         None: (("v5.0", "NVIDIA", "B200-SXM-180GBx8_TRT"),),

@@ -412,9 +412,12 @@ def clock_slowdown(chip: specs.Chip, precision: str) -> float:
 
         slowdown = full_peak / peak
 
-    For the H100 PCIe the ratio also counts its fewer multiprocessors (114 of 132),
-    over which such kernels spread too. 1 for a chip without a ``full_power_part``,
-    and for the MI300X, whose datasheet peaks are the MI325X's.
+    An assumption: a datasheet peak is rated at a sustained tensor clock, which may
+    sit below the clock small kernels run at. For the H100 PCIe the ratio also
+    counts its fewer multiprocessors (114 of 132), over which such kernels spread
+    too. The datasheets' rounding makes it differ between formats in the fourth
+    digit. 1 for a chip without a ``full_power_part``, and for the MI300X, whose
+    datasheet peaks are the MI325X's.
 
     Used in chapter 'Batching' (the share of a step's fixed cost that runs at the
     chip's clock, :meth:`inferlab.calibration.Stack.step_overhead_on`).

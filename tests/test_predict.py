@@ -160,6 +160,39 @@ def test_the_clock_share_stretches_the_fixed_cost_only_on_lower_clocked_cards():
         fitted.step_overhead_on("NVIDIA H9000", "fp8")
 
 
+def test_a_stack_without_a_clock_share_runs_on_no_lower_clocked_card():
+    # data/stacks.csv says a share of 0 changes none of a stack's predictions: every
+    # card that stack serves by default, and every audited row predicted with it, has
+    # no clock slowdown. A v4.1 stack borrows its successor's share.
+    from inferlab.calibration import row_stack, stack_for
+    from inferlab.roofline import clock_slowdown
+
+    for name in specs.chips():
+        chip = specs.chip(name)
+        for precision in ("fp8", "fp4", "bf16"):
+            try:
+                served = stack_for(name, precision)
+                slowdown = clock_slowdown(chip, precision)
+            except ValueError:  # no stack for the vendor, or no peak at that format
+                continue
+            assert served.clock_share > 0 or slowdown == 1.0, (name, precision)
+    for row in load_table("mlperf_llama2_70b").to_dict("records"):
+        name = row_stack(row["software"], row["precision"], row["round"])
+        if name not in stacks() or row["accelerator"] not in specs.chips():
+            continue  # not predicted (model_accuracy.py lists these rows as skipped)
+        slowdown = clock_slowdown(specs.chip(row["accelerator"]), row["precision"])
+        assert stack(name).clock_share > 0 or slowdown == 1.0, row["id"]
+    assert stack("TensorRT-LLM FP8 (v4.1)").clock_share == stack("TensorRT-LLM FP8").clock_share
+
+
+def test_a_clock_share_outside_zero_to_one_is_refused_by_name():
+    fitted = stack("TensorRT-LLM FP8")
+    for bad in (-0.5, 1.5, float("nan")):
+        with pytest.raises(ValueError, match="clock_share"):
+            dataclasses.replace(fitted, clock_share=bad).step_overhead_on("NVIDIA H200 NVL",
+                                                                          "fp8")
+
+
 def test_the_hopper_stack_reproduces_its_lower_clocked_anchor_and_a_larger_share_lowers_it():
     fitted = stack("TensorRT-LLM FP8")
     ids = load_table("mlperf_llama2_70b").set_index("id")
