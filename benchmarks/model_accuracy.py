@@ -84,10 +84,11 @@ def main() -> None:
         if not anchors:
             scored.append(abs(error))
         # A latency-bound fit reproduces only the runs that reached a bound: say which.
-        anchor_text = ("" if not anchors or len(anchors) == len(rows) else
-                       f"; fitted on {len(anchors)} of the rows, median "
-                       f"{statistics.median(anchors):,.0f} "
-                       f"({result.tokens_per_s / statistics.median(anchors) - 1:+.1%})")
+        anchor_text = ""
+        if anchors and len(anchors) < len(rows):
+            anchor = statistics.median(anchors)
+            anchor_text = (f"; fitted on {len(anchors)} of the rows, median {anchor:,.0f} "
+                           f"({result.tokens_per_s / anchor - 1:+.1%})")
         print(f"{'fitted' if anchors else 'predicted':9s} {chips:3d} x {chip:<44s} {precision} "
               f"{scenario:<11s} reported {reported:10,.0f} ({len(rows)} rows) modelled "
               f"{result.tokens_per_s:10,.0f} {error:+6.1%} tp={result.tp}{anchor_text}",

@@ -99,7 +99,7 @@ class Stack:
             step_overhead_s x (1 - clock_share + clock_share x slowdown)
         """
         share = checks.fraction("clock_share", self.clock_share)
-        slowdown = clock_slowdown(specs.as_chip(chip), precision)
+        slowdown = clock_slowdown(chip, precision)
         return self.step_overhead_s * (1 - share + share * slowdown)
 
     def replica_parameters(self, chip, precision: str) -> dict[str, float]:

@@ -26,6 +26,7 @@ import csv
 import statistics
 import sys
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 
 from inferlab.bisection import bisect
@@ -41,14 +42,15 @@ ANCHORS = {
     "vLLM ROCm FP8": ("v5.1-amd-8xmi325x2xepyc9575f1-offline", "v5.1-amd-8xmi325x-interactive"),
     # v4.1 had no Interactive scenario, and the model's Server result hardly moves with
     # the fixed cost, so these stacks fit only their efficiency, on Offline, and take
-    # the fixed cost of the same software's later stack (FIXED_COST_FROM).
+    # the fixed cost of the same software's later stack (BORROWS_FROM).
     "TensorRT-LLM FP8 (v4.1)": ("v4.1-nvidia-h200sxm141gbx8trt-offline", None),
     "vLLM ROCm FP8 (v4.1)": ("v4.1-amd-8xmi300x2xepyc9374f-offline", None),
 }
 
-#: Where a stack without a latency-bound anchor takes its fixed cost per step from.
-FIXED_COST_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
-                   "vLLM ROCm FP8 (v4.1)": "vLLM ROCm FP8"}
+#: Where a stack without a latency-bound anchor takes its fixed cost per step and its
+#: ``clock_share`` from: the same software's later stack.
+BORROWS_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
+                "vLLM ROCm FP8 (v4.1)": "vLLM ROCm FP8"}
 
 #: The latency-bound row each stack fits its ``clock_share`` on: a card that runs a
 #: full-power part's die at a lower clock (:func:`inferlab.roofline.clock_slowdown`).
@@ -56,12 +58,6 @@ FIXED_COST_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
 #: show a bound reached; the eight-card group is taken, as every other anchor has
 #: eight GPUs.
 CLOCK_ANCHORS = {"TensorRT-LLM FP8": "v5.1-dell-8xh200nvl-interactive"}
-
-#: Where a stack without a clock anchor takes its ``clock_share`` from; a stack in
-#: neither keeps 0, which changes none of its predictions: no card it runs on has a
-#: lower clock than its full-power part (the MI300X has the MI325X's datasheet peaks,
-#: and no Blackwell card here names a full-power part).
-CLOCK_SHARE_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8"}
 
 #: Search ranges: compute efficiency and fixed cost per step (seconds).
 EFFICIENCY_RANGE = (0.05, 1.0)
@@ -85,6 +81,13 @@ def anchor(table, row_id: str) -> dict:
             "ids": tuple(sorted(row["id"] for row in group))}
 
 
+def _lender(name: str, fitted: dict[str, Stack] | None) -> Stack:
+    """The stack :data:`BORROWS_FROM` names for ``name``: as fitted earlier in this run
+    (``fitted``) or, if not refitted now, as stored."""
+    source = BORROWS_FROM[name]
+    return fitted[source] if fitted and source in fitted else stack(source)
+
+
 def _predicted(row: dict, candidate: Stack) -> float:
     return predict(row["accelerator"], int(row["accelerators"]), "Llama 2 70B",
                    row["precision"], row["scenario"], stack=candidate,
@@ -95,8 +98,7 @@ def fit(name: str, offline: dict, bounded: dict | None,
         fitted: dict[str, Stack] | None = None) -> tuple[Stack, str]:
     """The stack whose predictions reproduce ``offline`` and ``bounded`` (two audited rows);
     with no ``bounded`` row, only the efficiency is fitted, with the fixed cost of
-    :data:`FIXED_COST_FROM`'s stack as fitted earlier in this run (``fitted``) or, for a
-    stack not refitted now, as stored."""
+    :func:`_lender`'s stack."""
     def with_overhead(overhead_s: float) -> Stack:
         def offline_at(efficiency: float) -> float:
             return _predicted(offline, Stack(name, efficiency, overhead_s))
@@ -105,12 +107,11 @@ def fit(name: str, offline: dict, bounded: dict | None,
         return Stack(name, efficiency, overhead_s)
 
     if bounded is None:
-        source = FIXED_COST_FROM[name]
-        overhead = (fitted[source] if fitted and source in fitted
-                    else stack(source)).step_overhead_s
+        lender = _lender(name, fitted)
+        overhead = lender.step_overhead_s
         found = with_overhead(overhead)
         return (Stack(name, found.compute_efficiency, overhead, fitted_on=offline["ids"]),
-                f" The fixed cost is the {source} stack's, not fitted here.")
+                f" The fixed cost is the {lender.name} stack's, not fitted here.")
 
     def bounded_at(overhead_s: float) -> float:
         candidate = with_overhead(overhead_s)
@@ -151,6 +152,7 @@ def fit_clock_share(found: Stack, clocked: dict) -> tuple[Stack, str]:
     """``found`` with the ``clock_share`` that reproduces ``clocked``, an audited row of a
     lower-clocked card. The share does not move the other anchors (full-clock chips), so
     it is fitted last, alone."""
+    @cache  # the edge case below asks again for an end the bisection has run
     def clocked_at(share: float) -> float:
         value = _predicted(clocked, replace(found, clock_share=share))
         print(f"  {found.name}: clock share {share:.3f} -> {clocked['accelerator']} "
@@ -199,12 +201,13 @@ def main(argv=None) -> int:
             found, clock_edge = fit_clock_share(found, anchor(table, CLOCK_ANCHORS[name]))
             edge += clock_edge
             fitted_note += ", clock_share that of the lower-clocked card's row"
-        elif name in CLOCK_SHARE_FROM:
-            source = CLOCK_SHARE_FROM[name]
-            found = replace(found, clock_share=(fitted[source] if source in fitted
-                                                else stack(source)).clock_share)
-            assumed_note += f"; clock_share is the {source} stack's"
+        elif name in BORROWS_FROM:
+            lender = _lender(name, fitted)
+            found = replace(found, clock_share=lender.clock_share)
+            assumed_note += f"; clock_share is the {lender.name} stack's"
         else:
+            # No card the stack runs on is clocked below its full-power part (the MI300X
+            # has the MI325X's datasheet peaks; no Blackwell card names a full-power part).
             assumed_note += ("; clock_share 0 changes none of its predictions (no card it "
                              "runs on is clocked below its full-power part)")
         fitted[name] = found
