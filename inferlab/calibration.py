@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from inferlab import checks, specs
+from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
 from inferlab.data import load_table
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.roofline import clock_slowdown
@@ -66,6 +67,15 @@ class Stack:
     ``fitted_on`` names the rows of ``data/mlperf_llama2_70b.csv`` the fitted
     parameters reproduce; empty for a stack set by hand.
 
+    The serving engine (batch limit, tokens per step, chunked prefill, scheduling
+    rounds) is, by default, the one the reference submissions of the stack named
+    ``engines_of`` ran (:func:`engine_settings`; default: this stack's own name), read
+    per chip and scenario from their configuration files. ``custom_engine``, a
+    :class:`~inferlab.scheduler.Scheduler`, replaces them with one engine used as built on
+    every chip and in every scenario. ``memory_fraction`` is the share of each chip's
+    memory the engine gives to weights and KV cache (vLLM's ``gpu_memory_utilization``);
+    the rest is left to activations and the runtime.
+
     Used in chapter 'Batching'.
     """
 
@@ -77,19 +87,53 @@ class Stack:
     allreduce_latency_s: float = ASSUMED["allreduce_latency_s"]
     clock_share: float = 0.0
     fitted_on: tuple[str, ...] = ()
+    custom_engine: object | None = None
+    engines_of: str = ""
+    memory_fraction: float = 1 - ACTIVATION_RESERVE_FRACTION
 
-    def scheduler(self, accelerator: str, scenario: str):
-        """The serving engine this stack runs on ``accelerator`` for ``scenario``, from a
-        submission's own configuration files (:func:`engine_settings`)."""
-        return engine_scheduler(self.name, accelerator, scenario)
+    def __post_init__(self) -> None:
+        checks.text("name", self.name)
+        checks.fraction("compute_efficiency", self.compute_efficiency, low_open=True)
+        checks.non_negative("step_overhead_s", self.step_overhead_s)
+        checks.fraction("memory_efficiency", self.memory_efficiency, low_open=True)
+        checks.fraction("overlap", self.overlap)
+        checks.non_negative("allreduce_latency_s", self.allreduce_latency_s)
+        checks.fraction("clock_share", self.clock_share)
+        checks.fraction("memory_fraction", self.memory_fraction, low_open=True)
+        if self.custom_engine is not None:
+            from inferlab.scheduler import Scheduler
 
-    def engine(self, accelerator: str, scenario: str) -> dict:
+            checks.instance("custom_engine", self.custom_engine, Scheduler)
+
+    @property
+    def engine_source(self) -> str:
+        """The stack whose reference submissions' engines this one runs."""
+        return self.engines_of or self.name
+
+    def scheduler(self, accelerator: str, scenario: str, benchmark: str = "llama2-70b"):
+        """The serving engine this stack runs on ``accelerator`` for ``scenario``: its
+        ``custom_engine`` as built, else a reference submission's own configuration
+        (:func:`engine_settings`), for ``benchmark`` where the submitter tuned one for
+        it."""
+        if self.custom_engine is not None:
+            return self.custom_engine
+        return engine_scheduler(self.engine_source, accelerator, scenario, benchmark)
+
+    def engine(self, accelerator: str, scenario: str, benchmark: str = "llama2-70b") -> dict:
         """The engine settings :meth:`scheduler` is built from (:func:`engine_settings`),
-        with whose configuration they are (``source``) and the tensor-parallel width the
-        reference ran (``tp``: ``None`` where the reference is another chip's or there is
-        none, since a width tuned for one chip's memory and links says nothing about
+        with whose configuration they are (``source``) and the layout the reference ran
+        (``tp``, ``pp``, ``ep``: ``None`` where the reference is another chip's or there is
+        none, since a layout tuned for one chip's memory and links says nothing about
         another's)."""
-        return engine_settings(self.name, accelerator, scenario)
+        if self.custom_engine is not None:
+            engine = self.custom_engine
+            return {"max_batch": engine.max_batch, "token_budget": engine.token_budget,
+                    "chunked_prefill": engine.chunked_prefill,
+                    "scheduler_steps": engine.scheduler_steps,
+                    "min_prefill_queries": engine.min_prefill_queries,
+                    "tp": None, "pp": None, "ep": None,
+                    "source": f"the engine built into stack {self.name!r}"}
+        return engine_settings(self.engine_source, accelerator, scenario, benchmark)
 
     def step_overhead_on(self, chip, precision: str) -> float:
         """The fixed cost per step on ``chip`` at ``precision``: ``step_overhead_s`` as fitted
@@ -109,7 +153,8 @@ class Stack:
                 "compute_efficiency": self.compute_efficiency,
                 "overlap": self.overlap,
                 "step_overhead_s": self.step_overhead_on(chip, precision),
-                "allreduce_latency_s": self.allreduce_latency_s}
+                "allreduce_latency_s": self.allreduce_latency_s,
+                "reserve_fraction": 1 - self.memory_fraction}
 
 
 #: How the audited results name their software, mapped to the book's stacks, by vendor
@@ -188,13 +233,14 @@ def _blank(value) -> bool:
 
 
 @cache
-def _engine_rows() -> dict[tuple[str, str, str, str], dict]:
+def _engine_rows() -> dict[tuple[str, str, str, str, str], dict]:
     frame = load_table("mlperf_engine_configs")
-    return {(row["round"], row["submitter"], row["system"], row["scenario"]): row
-            for row in frame.to_dict("records")}
+    return {(row["benchmark"], row["round"], row["submitter"], row["system"], row["scenario"]):
+            row for row in frame.to_dict("records")}
 
 
-def engine_settings(stack_name: str, accelerator: str, scenario: str) -> dict:
+def engine_settings(stack_name: str, accelerator: str, scenario: str,
+                    benchmark: str = "llama2-70b") -> dict:
     """The engine settings ``stack_name`` runs ``scenario`` with on ``accelerator``.
 
     Read from the reference submission's configuration (:data:`ENGINE_REFERENCE`):
@@ -202,37 +248,54 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str) -> dict:
     prompt together: TensorRT-LLM's ``max_num_tokens``, vLLM's
     ``max_num_batched_tokens``), ``chunked_prefill``, and where the engine has them
     ``scheduler_steps`` and ``min_prefill_queries`` (:class:`~inferlab.scheduler.Scheduler`),
-    ``tp``, the tensor-parallel width of each engine where the reference ran on
+    ``tp``, ``pp`` and ``ep``, the layout of each engine where the reference ran on
     ``accelerator`` itself (else ``None``), plus ``source``. A chunked
     engine can run at most one decode token per request per step, so its batch is
     capped at the token budget. "not recorded" chunking (v5.0 Interactive files) is
-    taken as on, as the same engines' v5.1 files set it. Stacks or scenarios without a
-    reference get :data:`DEFAULT_ENGINE`.
+    taken as on, as the same engines' v5.1 files set it.
+
+    For another MLPerf ``benchmark`` than Llama 2 70B, a submission's configuration for
+    that benchmark on ``accelerator`` is taken where ``data/mlperf_engine_configs.csv`` has
+    one (the reference submitter's first, then the newest round), else the reference's
+    Llama 2 70B engine. Stacks or scenarios without a reference get :data:`DEFAULT_ENGINE`.
     """
     references = ENGINE_REFERENCE.get(stack_name, {})
     systems = references.get(accelerator, references.get(None, ()))
     rows = _engine_rows()
-    for rnd, submitter, system in systems:
-        row = rows.get((rnd, submitter, system, scenario))
-        if row is None:
-            continue
+    candidates = []
+    if benchmark != "llama2-70b":
+        submitters = {submitter for _, submitter, _ in systems}
+        # The reference submitter's own file first, then the newest of anyone's on this
+        # chip (a chip's vendor stack is the only one its submitters run here).
+        candidates = sorted(
+            (row for key, row in rows.items()
+             if key[0] == benchmark and key[4] == scenario and row["accelerator"] == accelerator),
+            key=lambda row: (row["submitter"] in submitters, row["round"]), reverse=True)
+    candidates += [row for rnd, submitter, system in systems
+                   if (row := rows.get(("llama2-70b", rnd, submitter, system, scenario)))]
+    for row in candidates:
         chunked = row["chunked_prefill"] != "no"
         batch = int(row["max_batch"])
         budget = int(row["max_tokens_per_step"])
         rounds = {name: 1 if _blank(row[name]) else int(row[name])
                   for name in ("scheduler_steps", "min_prefill_queries")}
+        own = row["accelerator"] == accelerator
         return {"max_batch": min(batch, budget) if chunked else batch,
                 "token_budget": budget, "chunked_prefill": chunked, **rounds,
-                "tp": int(row["tp"]) if row["accelerator"] == accelerator else None,
-                "source": f"{rnd} {submitter} {system} {scenario}"}
-    return {**DEFAULT_ENGINE, "tp": None, "source": "the book's default engine"}
+                **{name: int(row[name]) if own else None for name in ("tp", "pp", "ep")},
+                "source": (f"{row['round']} {row['submitter']} {row['system']} {scenario}"
+                           + ("" if row["benchmark"] == benchmark
+                              else f" ({row['benchmark']}'s engine)"))}
+    return {**DEFAULT_ENGINE, "tp": None, "pp": None, "ep": None,
+            "source": "the book's default engine"}
 
 
-def engine_scheduler(stack_name: str, accelerator: str, scenario: str):
+def engine_scheduler(stack_name: str, accelerator: str, scenario: str,
+                     benchmark: str = "llama2-70b"):
     """:func:`engine_settings` as the simulator's :class:`~inferlab.scheduler.Scheduler`."""
     from inferlab.scheduler import Scheduler
 
-    settings = engine_settings(stack_name, accelerator, scenario)
+    settings = engine_settings(stack_name, accelerator, scenario, benchmark)
     return Scheduler(max_batch=settings["max_batch"], token_budget=settings["token_budget"],
                      chunked_prefill=settings["chunked_prefill"],
                      scheduler_steps=settings["scheduler_steps"],

@@ -18,6 +18,8 @@ import math
 import numbers
 from dataclasses import dataclass
 
+import numpy as np
+
 from inferlab import checks
 from inferlab.specs import ModelSpec, as_model
 
@@ -42,15 +44,6 @@ BYTES_PER_PARAM: dict[str, float] = {
 #: holds back the same 10 % and, for simplicity, gives all the rest to weights and KV
 #: cache. It is an assumption, not a law.
 ACTIVATION_RESERVE_FRACTION = 0.10
-
-#: The per-token cache widths of multi-head latent attention (MLA), by model name:
-#: ``(kv_lora_rank, qk_rope_head_dim)``. DeepSeek-V3 caches one 512-wide latent plus
-#: one 64-wide rotary key per layer and token (deepseek-ai/DeepSeek-V3,
-#: ``inference/configs/config_671B.json``). ``data/models.csv`` has no columns for
-#: them, so they live here.
-MLA_CACHE_WIDTHS: dict[str, tuple[int, int]] = {
-    "DeepSeek-V3": (512, 64),
-}
 
 KIB = 2**10
 MIB = 2**20
@@ -117,9 +110,12 @@ def kv_bytes_per_token(
 
         layers x (kv_lora_rank + qk_rope_head_dim) x bytes_per_param(precision)
 
-    with the widths from :data:`MLA_CACHE_WIDTHS` (DeepSeek-V3: 61 x 576 x 2 =
-    70,272 bytes at BF16; DeepSeek-V2 paper, arXiv 2405.04434). An MLA model not in
-    that table raises ``ValueError``.
+    with both widths from the model's config (DeepSeek-V3: 61 x (512 + 64) x 2 =
+    70,272 bytes at BF16; DeepSeek-V2 paper, arXiv 2405.04434).
+
+    This is the rate while a request is shorter than any sliding window: a model whose
+    ``sliding_layers`` attend only to the last ``sliding_window`` tokens stops adding
+    cache in those layers past the window (:func:`kv_bytes_for_context`).
 
     Used in chapter 'The memory-bandwidth floor'.
     """
@@ -131,13 +127,12 @@ def kv_bytes_per_token(
                 f"kv_heads: {kv_heads!r} has no meaning for {model.name}, which uses "
                 "multi-head latent attention; leave it as None"
             )
-        if model.name not in MLA_CACHE_WIDTHS:
+        width = model.kv_lora_rank + model.qk_rope_head_dim
+        if width < 1:
             raise ValueError(
-                f"model: {model.name!r} uses multi-head latent attention and its cache widths "
-                f"are unknown; known MLA models: {', '.join(MLA_CACHE_WIDTHS)}"
-            )
-        rank, rope = MLA_CACHE_WIDTHS[model.name]
-        return float(model.layers * (rank + rope) * per_value)
+                f"model: {model.name!r} uses multi-head latent attention but gives no cached "
+                "widths; give kv_lora_rank and qk_rope_head_dim (DeepSeek-V3: 512 and 64)")
+        return float(model.layers * width * per_value)
     if model.attention not in ("mha", "gqa"):
         raise ValueError(
             f"model: attention {model.attention!r} of {model.name!r} is not one of mha, gqa, mla"
@@ -146,6 +141,31 @@ def kv_bytes_per_token(
     if not isinstance(heads, numbers.Integral) or isinstance(heads, bool) or heads < 1:
         raise ValueError(f"kv_heads: {heads!r} is not allowed; give a whole number >= 1")
     return float(2 * model.layers * heads * model.head_dim * per_value)
+
+
+def kv_bytes_for_context(model: ModelSpec, context_tokens, precision: str = "bf16"):
+    """Bytes of KV cache one request of ``context_tokens`` tokens holds, over all layers.
+
+    ``context_tokens x kv_bytes_per_token`` for a model that attends to its whole
+    context in every layer. A layer with a sliding window (``sliding_layers`` of them,
+    ``sliding_window`` tokens: Mistral 7B's every layer at 4,096, gpt-oss's every other
+    at 128) keeps only the last window of tokens, so::
+
+        per_layer x (full_layers x context + sliding_layers x min(context, window))
+
+    It is also what one decode step of that request reads back. Vectorised over
+    ``context_tokens``.
+
+    Used in chapters 'The memory-bandwidth floor' and 'Batching'.
+    """
+    model = as_model(model)
+    context = np.asarray(checks.reals("context_tokens", context_tokens, low=0.0,
+                                      high=checks.MAX_COUNT), dtype=float)
+    per_layer = kv_bytes_per_token(model, precision) / model.layers
+    windowed = model.sliding_layers if model.sliding_window else 0
+    result = per_layer * ((model.layers - windowed) * context
+                          + windowed * np.minimum(context, model.sliding_window or 0))
+    return float(result) if result.ndim == 0 else result
 
 
 def kv_cache_bytes(kv_bytes_per_token: float, context_tokens: float, batch: int = 1) -> float:

@@ -747,14 +747,14 @@ def decide(workload: Workload | None = None, **values) -> Decision:
 #: How a leaderboard model name maps to a row of ``data/models.csv``, with the assumption.
 #: ``None``: the table has no architecture for it, so no floor can be computed.
 LEADERBOARD_MODELS: dict[str, tuple[str | None, str]] = {
-    "Llama 3.3 70B": ("Llama 3.1 70B", "Llama 3.3 70B has the Llama 3.1 70B architecture "
-                      "(Meta's model card); only the weights differ"),
+    "Llama 3.3 70B": ("Llama 3.3 70B", "its own row of data/models.csv (the Llama 3.1 70B "
+                      "architecture, Meta's model card; only the weights differ)"),
     "Llama 3.3 8B": ("Llama 3.1 8B", "ASSUMED: no Llama 3.3 8B config in data/models.csv; "
                      "taken as the Llama 3.1 8B shape"),
     "DeepSeek V3.2": ("DeepSeek-V3", "ASSUMED: V3.2 keeps DeepSeek-V3's 671B total / 37B "
                       "active parameters; its sparse attention changes only the KV reads"),
-    "DeepSeek R1": ("DeepSeek-V3", "DeepSeek-R1 is post-trained from DeepSeek-V3-Base: the "
-                    "same architecture"),
+    "DeepSeek R1": ("DeepSeek-R1", "its own row of data/models.csv (post-trained from "
+                    "DeepSeek-V3-Base: the same architecture)"),
 }
 
 #: How a leaderboard hardware family maps to a family of this module (``None``: unknown).
@@ -1214,7 +1214,7 @@ PIPELINE_MULTIPLES = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
 
 
 def _pipeline_slo(candidate: Candidate, service: Service) -> SloThroughput:
-    from inferlab.roofline import params_read, sustained_flop_per_s
+    from inferlab.roofline import flop_per_token, params_read, sustained_flop_per_s
 
     hw = specs.chip(candidate.chip)
     spec = specs.model(service.model)
@@ -1233,8 +1233,7 @@ def _pipeline_slo(candidate: Candidate, service: Service) -> SloThroughput:
                              batch1, math.nan, math.nan, math.nan, "pipeline closed form",
                              stack, "no compute peak published in data/hardware.csv: the "
                              "memory bound alone would allow any batch, so no throughput")
-    flop_per_token = 2.0 * spec.params_active * (1 + service.prompt_tokens
-                                                 / service.output_tokens)
+    step_flop = flop_per_token(spec) * (1 + service.prompt_tokens / service.output_tokens)
     p99_prompt = float(np.percentile(service.lengths()[0].sample(
         4000, np.random.default_rng(SLO_SEED)), 99))
     best = SloThroughput(candidate, service, hold, f"pp {hold}", 0.0, 0.0, batch1, math.nan,
@@ -1252,8 +1251,8 @@ def _pipeline_slo(candidate: Candidate, service: Service) -> SloThroughput:
         micro = u / chips
         memory_s = ((weights + micro * context * lay.kv_bytes_per_token_per_chip * chips)
                     / (hw.memory_bandwidth_bytes_per_s * eff))
-        interval = np.maximum(memory_s, micro * flop_per_token / (peak * eff))
-        ttft = 2.0 * spec.params_active * p99_prompt / (chips * peak * eff) + interval
+        interval = np.maximum(memory_s, micro * step_flop / (peak * eff))
+        ttft = flop_per_token(spec) * p99_prompt / (chips * peak * eff) + interval
         ok = np.ones_like(u, dtype=bool) if service.batch else (
             (interval <= service.tpot_p99_s) & (ttft <= service.ttft_p99_s))
         if not np.any(ok):

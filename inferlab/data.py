@@ -216,6 +216,9 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "kv_heads": _integer(_Range(1, 1_024, "heads", "1 (multi-query) to 128 in the table")),
         "head_dim": _integer(_Range(16, 1_024, "", "64 to 256 in published models")),
         "intermediate_size": _integer(_Range(64, 1_000_000, "", "11,008 to 53,248 in the table")),
+        "moe_intermediate_size": _integer(_Range(
+            64, 1_000_000, "", "one routed expert's width: 768 (Qwen3) to 14,336 (Mixtral)"),
+            required=False),
         "vocab_size": _integer(_Range(
             256, 1_000_000, "tokens", "256 byte tokens to ~260,000 (Gemma); 32,000 to "
             "129,280 in the table")),
@@ -227,6 +230,23 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "experts": _integer(_Range(
             1, 10_000, "experts", "1 for a dense model, 256 in DeepSeek-V3")),
         "experts_per_token": _integer(_Range(1, 1_000, "experts", "1 to 8 in the table")),
+        "shared_experts": _integer(_Range(
+            0, 64, "experts", "experts every token uses: 0, or 1 in DeepSeek-V3 and Llama 4")),
+        "dense_layers": _integer(_Range(
+            0, 1_000, "layers", "layers with an ordinary MLP: all of a dense model's, 3 in "
+            "DeepSeek-V3")),
+        "kv_lora_rank": _integer(_Range(
+            1, 100_000, "", "multi-head latent attention's cached latent: 512 in DeepSeek-V3"),
+            required=False),
+        "qk_rope_head_dim": _integer(_Range(
+            1, 1_024, "", "multi-head latent attention's rotary key: 64 in DeepSeek-V3"),
+            required=False),
+        "sliding_window": _integer(_Range(
+            1, 10_000_000, "tokens", "the window of local attention: 128 (gpt-oss) to 8,192 "
+            "(Llama 4's chunks)"), required=False),
+        "sliding_layers": _integer(_Range(
+            1, 1_000, "layers", "layers attending within the window"), required=False),
+        "tied_embeddings": _text(allowed=("yes", "no")),
         "context_length_tokens": _integer(_Range(
             128, 100_000_000, "tokens", "2,048 (GPT-3) to 10 million (Llama 4 Scout)")),
         "attention": _text(allowed=("mha", "gqa", "mla")),
@@ -277,6 +297,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "note": _text(required=False),
     },
     "mlperf_engine_configs": {
+        "benchmark": _text(),
         "round": _text(allowed=ROUNDS),
         "submitter": _text(),
         "system": _text(),
@@ -284,15 +305,19 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "scenario": _text(allowed=SCENARIOS),
         "tp": _integer(_Range(1, 64, "", "tensor parallelism: 1 to 8 within a node")),
         "pp": _integer(_Range(1, 64, "", "pipeline parallelism: 1 to 8 within a node")),
+        "ep": _integer(_Range(1, 256, "", "expert parallelism within an engine: 1 for dense "
+                                          "models")),
         "max_batch": _integer(_Range(1, 100_000, "sequences", "512 to 3,840 in the table")),
         "max_tokens_per_step": _integer(_Range(
             1, 10_000_000, "tokens", "256 to 65,536 in the table")),
         "chunked_prefill": _text(allowed=("yes", "no", "not recorded")),
         "weights": _text(allowed=PRECISIONS),
         "kv_cache": _text(),
-        "cuda_graphs": _text(allowed=("yes", "no")),
+        # Recorded for the Llama 2 70B engines the stacks are fitted on; blank elsewhere.
+        "cuda_graphs": _text(allowed=("yes", "no"), required=False),
         "target_qps": _number(_Range(
-            0.01, 100_000, "queries/s", "LoadGen's target rate: 29.5 to 376 in the table")),
+            0.01, 100_000, "queries/s", "LoadGen's target rate: 29.5 to 376 in the table"),
+            required=False),
         # vLLM's num_scheduler_steps and AMD's MIN_REQUIRE_PREFILL_QUERY; blank where the
         # engine has no such setting (read as 1).
         "scheduler_steps": _integer(_Range(1, 64, "steps", "1 to 11 in the table"),
@@ -340,6 +365,41 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "source": _text(),
         "note": _text(required=False),
     },
+    "mlperf_dataset_lengths": {
+        "dataset": _text(),
+        "input_tokens": _integer(_Range(
+            1, 1_000_000, "tokens", "a prompt: a few tokens to 128k (Llama 3.1 405B's)")),
+        # Empty where the data set does not record what the model answers (Llama 3.1 8B's).
+        "output_tokens": _integer(_Range(
+            1, 1_000_000, "tokens", "an answer: one token to a reasoning model's 32k"),
+            required=False),
+        "samples": _integer(_Range(
+            1, 1_000_000, "samples", "how many of the data set's samples have these lengths")),
+        "source": _text(),
+        "note": _text(required=False),
+    },
+    "mlperf_llm_results": {
+        "id": _text(),
+        "round": _text(allowed=ROUNDS),
+        "benchmark": _text(),
+        "model": _text(),
+        "submitter": _text(),
+        "system": _text(),
+        "accelerator": _text(),
+        "accelerators": _integer(_Range(
+            1, 10_000, "accelerators", "1 to 72 per submission in the table")),
+        "software": _text(),
+        "precision": _text(allowed=PRECISIONS),
+        "division": _text(allowed=("closed", "open")),
+        "category": _text(allowed=("available", "preview", "rdi")),
+        "scenario": _text(allowed=SCENARIOS),
+        "tokens_per_s": _number(_Range(
+            1, 500_000, "tokens/s", "per accelerator: ~20 (Llama 3.1 405B Interactive on an "
+            "H100) to ~20,000 (Llama 3.1 8B Offline on a B200), with margin either side",
+            per="accelerators")),
+        "source": _text(),
+        "note": _text(required=False),
+    },
     "mlperf_llama2_70b_latencies": {
         "id": _text(),
         "ttft_p99_ms": _number(_Range(
@@ -380,11 +440,13 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "models": (("name",),),
     "results": (("id",),),
     "mlperf_llama2_70b": (("id",),),
-    "mlperf_engine_configs": (("round", "submitter", "system", "scenario"),),
+    "mlperf_engine_configs": (("benchmark", "round", "submitter", "system", "scenario"),),
     "stacks": (("name",),),
     "leaderboard": (("rank",), ("model", "provider")),
     "mlperf_llama2_70b_input_lengths": (("input_tokens",),),
     "mlperf_llama2_70b_latencies": (("id",),),
+    "mlperf_dataset_lengths": (("dataset", "input_tokens", "output_tokens"),),
+    "mlperf_llm_results": (("id",),),
     "prices": (("id",),),
 }
 
@@ -436,6 +498,40 @@ def _kv_heads(row: dict) -> tuple[str, str] | None:
     return None
 
 
+def _mixture_columns(row: dict) -> tuple[str, str] | None:
+    if row["dense_layers"] > row["layers"]:
+        return "dense_layers", f"{row['dense_layers']} is more than layers {row['layers']}"
+    if row["experts"] == 1:
+        if row["dense_layers"] != row["layers"]:
+            return "dense_layers", (f"{row['dense_layers']} differs from layers {row['layers']}, "
+                                    "but experts is 1: every layer of a dense model is dense")
+        if row["shared_experts"]:
+            return "shared_experts", "a dense model (experts 1) has no shared experts"
+    elif not _present(row["moe_intermediate_size"]):
+        return "moe_intermediate_size", "a mixture of experts needs its experts' width"
+    return None
+
+
+def _latent_columns(row: dict) -> tuple[str, str] | None:
+    latent = _present(row["kv_lora_rank"]) and _present(row["qk_rope_head_dim"])
+    if row["attention"] == "mla" and not latent:
+        return "kv_lora_rank", ("multi-head latent attention caches a latent and a rotary key: "
+                                "give kv_lora_rank and qk_rope_head_dim")
+    if row["attention"] != "mla" and (_present(row["kv_lora_rank"])
+                                      or _present(row["qk_rope_head_dim"])):
+        return "kv_lora_rank", "only multi-head latent attention ('mla') has a latent rank"
+    return None
+
+
+def _window_columns(row: dict) -> tuple[str, str] | None:
+    window, layers = row["sliding_window"], row["sliding_layers"]
+    if _present(window) != _present(layers):
+        return "sliding_layers", "give both sliding_window and sliding_layers, or neither"
+    if _present(layers) and layers > row["layers"]:
+        return "sliding_layers", f"{layers} is more than layers {row['layers']}"
+    return None
+
+
 #: Checks across the columns of one row, per table. Each takes the parsed row and
 #: returns ``None`` or the column to blame and why.
 RULES: dict[str, tuple[Callable[[dict], tuple[str, str] | None], ...]] = {
@@ -443,7 +539,8 @@ RULES: dict[str, tuple[Callable[[dict], tuple[str, str] | None], ...]] = {
         _peak_order("bf16_dense_tflop_per_s", "fp8_dense_tflop_per_s"),
         _peak_order("fp8_dense_tflop_per_s", "fp4_dense_tflop_per_s"),
     ),
-    "models": (_active_within_total, _experts_per_token, _kv_heads),
+    "models": (_active_within_total, _experts_per_token, _kv_heads, _mixture_columns,
+               _latent_columns, _window_columns),
 }
 
 

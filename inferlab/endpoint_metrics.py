@@ -750,6 +750,37 @@ def read_llmperf(path) -> Trace:
     return Trace(tuple(traces), None, 0.0, "", "")
 
 
+def read_trace(path) -> Trace:
+    """A run any of the tools above recorded, told apart by what the file holds.
+
+    AIPerf's raw export (JSON lines with ``responses``), guidellm's report (a JSON object
+    with ``benchmarks``; its first benchmark), ``vllm bench serve``'s result (a JSON
+    object with ``input_lens``) or LLMPerf's individual responses (a JSON list). Raises
+    ``ValueError`` naming ``path`` and the formats for anything else.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError:
+        head = None
+    if isinstance(head, dict) and "responses" in head:
+        return read_aiperf_raw(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    if isinstance(data, dict) and "benchmarks" in data:
+        return read_guidellm(path)
+    if isinstance(data, dict) and "input_lens" in data:
+        return read_vllm_bench(path)
+    if isinstance(data, list):
+        return read_llmperf(path)
+    raise ValueError(f"path: {path} is none of the traces read here: AIPerf's "
+                     "profile_export_raw.jsonl, guidellm's JSON report, vllm bench serve's "
+                     "--save-detailed result, LLMPerf's individual responses")
+
+
 # -- helpers -------------------------------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ from inferlab import checks, specs
 from inferlab.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     default_kv_precision,
+    kv_bytes_for_context,
     kv_bytes_per_token,
     weight_bytes,
 )
@@ -122,13 +123,23 @@ class Layout:
         batch = checks.whole("batch", batch)
         return min(self.model.context_length_tokens, self.kv_capacity_tokens // batch)
 
+    def request_kv_bytes_per_chip(self, context_tokens: int) -> float:
+        """Bytes of cache one request of ``context_tokens`` tokens holds on each chip; a
+        sliding-window layer holds only its window
+        (:func:`inferlab.capacity.kv_bytes_for_context`)."""
+        if not self.model.sliding_layers:
+            return context_tokens * self.kv_bytes_per_token_per_chip
+        return kv_bytes_for_context(self.model, context_tokens, self.kv_precision) / self.chips
+
     def max_batch(self, context_tokens: int) -> int:
         """The most requests of ``context_tokens`` tokens whose cache fits (0 if none).
 
         Raises :class:`Infeasible` (``"context"``) if the context exceeds the model's limit.
         """
         context = self.check_context(context_tokens)
-        return self.kv_capacity_tokens // context
+        if not self.model.sliding_layers:
+            return self.kv_capacity_tokens // context
+        return int(self.kv_bytes_free_per_chip // self.request_kv_bytes_per_chip(context))
 
     def check_context(self, context_tokens) -> int:
         """``context_tokens`` as a whole number, refused beyond the model's context limit."""
@@ -142,10 +153,10 @@ class Layout:
         """
         batch = checks.whole("batch", batch)
         context = self.check_context(context_tokens)
-        need = batch * context * self.kv_bytes_per_token_per_chip
+        need = batch * self.request_kv_bytes_per_chip(context)
         free = self.kv_bytes_free_per_chip
         if need > free:
-            fits = self.kv_capacity_tokens // context
+            fits = self.max_batch(context)
             raise Infeasible("capacity", (
                 f"batch: {batch:,} requests of {context:,} tokens need "
                 f"{need * self.chips / GB:,.1f} GB of KV cache, but {self._describe()} has "

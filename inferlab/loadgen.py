@@ -82,7 +82,8 @@ from inferlab.simulator import (
     simulate,
 )
 from inferlab.steptime import Replica, replica
-from inferlab.traffic import Lengths, Requests, mlperf_input_lengths
+from inferlab.traffic import Requests
+from inferlab.workload import Workload
 
 #: LoadGen's scenarios as this module names them ("Interactive" is Server with tighter bounds).
 SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")
@@ -113,14 +114,29 @@ def _bounds(pairs: dict[str, tuple[float, float]]) -> MappingProxyType:
 
 #: MLPerf Inference's p99 bounds per model and scenario, (TTFT, TPOT), from
 #: ``loadgen/mlperf.conf``: llama2-70b 2,000 / 200 ms and 450 / 40 ms; llama3.1-8b
-#: 2,000 / 100 and 500 / 30; llama3.1-405b 6,000 / 175 and 4,500 / 80. The
+#: 2,000 / 100 and 500 / 30; llama3.1-405b 6,000 / 175 and 4,500 / 80; mixtral-8x7b
+#: 2,000 / 200 (Server only); deepseek-r1 2,000 / 80 and 1,500 / 15. The
 #: llama2-70b pair is the one :data:`inferlab.mlperf.MLPERF_LLAMA2_70B_BOUNDS`
 #: defines for the batching chapter, so there is one definition of it.
 BOUNDS = MappingProxyType({
     "llama2-70b": _bounds(MLPERF_LLAMA2_70B_BOUNDS),
     "llama3.1-8b": _bounds({"Server": (2.0, 0.100), "Interactive": (0.500, 0.030)}),
     "llama3.1-405b": _bounds({"Server": (6.0, 0.175), "Interactive": (4.5, 0.080)}),
+    "mixtral-8x7b": _bounds({"Server": (2.0, 0.200)}),
+    "deepseek-r1": _bounds({"Server": (2.0, 0.080), "Interactive": (1.5, 0.015)}),
 })
+
+#: The model each MLPerf LLM benchmark serves, as ``data/models.csv`` names it.
+BENCHMARK_MODELS = MappingProxyType({
+    "llama2-70b": "Llama 2 70B", "llama3.1-8b": "Llama 3.1 8B",
+    "llama3.1-405b": "Llama 3.1 405B", "mixtral-8x7b": "Mixtral 8x7B",
+    "deepseek-r1": "DeepSeek-R1",
+})
+
+
+def benchmark_of(model_name: str) -> str | None:
+    """The MLPerf benchmark that serves the model called ``model_name``, ``None`` if none."""
+    return next((b for b, name in BENCHMARK_MODELS.items() if name == model_name), None)
 
 #: LoadGen's minimum run length for every scenario (``*.*.min_duration = 600000`` ms).
 MLPERF_MIN_DURATION_S = 600.0
@@ -148,6 +164,7 @@ MAX_DURATION_S = 86_400.0
 #: Offline's minimum sample count per model (``<model>.Offline.min_query_count``).
 OFFLINE_MIN_SAMPLES = MappingProxyType({
     "llama2-70b": 24_576, "llama3.1-8b": 13_368, "llama3.1-405b": 8_313,
+    "mixtral-8x7b": 15_000, "deepseek-r1": 4_388,
 })
 
 #: The performance dataset of each benchmark, in samples
@@ -155,6 +172,7 @@ OFFLINE_MIN_SAMPLES = MappingProxyType({
 #: mode pads the query count to a multiple of.
 PERFORMANCE_SAMPLE_COUNT = MappingProxyType({
     "llama2-70b": 24_576, "llama3.1-8b": 13_368, "llama3.1-405b": 8_313,
+    "mixtral-8x7b": 15_000, "deepseek-r1": 4_388,
 })
 
 #: The early-stopping confidence LoadGen uses (``confidence = 0.99`` in ``results.cc``).
@@ -180,6 +198,9 @@ def bounds(model: str, scenario: str) -> LatencyBounds:
     if scenario not in BOUNDED_SCENARIOS:
         raise ValueError(f"scenario: {scenario!r} has no latency bound; only "
                          f"{' and '.join(BOUNDED_SCENARIOS)} do")
+    if scenario not in BOUNDS[model]:
+        raise ValueError(f"scenario: MLPerf's {model} benchmark has no {scenario} scenario; "
+                         f"give one of {', '.join(BOUNDS[model])}")
     return BOUNDS[model][scenario]
 
 
@@ -775,7 +796,7 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
 
 
 # --------------------------------------------------------------------------------------
-# A modelled system, a query mix, and the scenarios run against them
+# A modelled system, a workload, and the scenarios run against them
 # --------------------------------------------------------------------------------------
 
 
@@ -849,42 +870,6 @@ class System:
         return self.replicas / float(self.replica.matmul_s(tokens))
 
 
-@dataclass(frozen=True)
-class QueryMix:
-    """A query mix: prompt and output lengths, and the seed that fixes every draw.
-
-    By default the prompts are MLPerf's own: the lengths of the 24,576 samples of its
-    Llama 2 70B data set, issued in passes as LoadGen issues them
-    (:func:`inferlab.traffic.mlperf_input_lengths`). What Llama 2 70B answers is not
-    published sample by sample, only its mean (294 tokens), so the answers are
-    log-normal with that mean, an assumed spread of 1 and MLPerf's cap of 1,024.
-    Answers are at least two tokens long: LoadGen's token latencies have no TPOT
-    for a one-token answer and log it as an error.
-
-    Draws are prefix-consistent: the first ``n`` queries are the same whatever
-    the total, so a longer run only adds queries and runs at different rates
-    differ only in how fast the same queries come (common random numbers).
-
-    Used in chapter 'Benchmark scenarios'.
-    """
-
-    prompt: Lengths = field(default_factory=mlperf_input_lengths)
-    output: Lengths = Lengths(294, cv=1.0, min_tokens=2, max_tokens=1024)
-    seed: int = 0
-
-    def lengths(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """Prompt and output lengths of the first ``n`` queries."""
-        n = checks.whole("n", n, maximum=MAX_QUERIES)
-        prompts = self.prompt.sample(n, np.random.default_rng([self.seed, 0]))
-        outputs = self.output.sample(n, np.random.default_rng([self.seed, 1]))
-        return prompts, outputs
-
-    def unit_arrivals(self, n: int) -> np.ndarray:
-        """Poisson arrival times of the first ``n`` queries at one query per second."""
-        n = checks.whole("n", n, maximum=MAX_QUERIES)
-        return np.cumsum(np.random.default_rng([self.seed, 2]).exponential(1.0, size=n))
-
-
 def example_system() -> System:
     """The chapter's example: Llama 2 70B at FP8 on 8x H200, as eight one-GPU replicas.
 
@@ -897,12 +882,12 @@ def example_system() -> System:
     return System("Llama 2 70B on 8x H200 (modelled)", rep, 8)
 
 
-def _poisson_run(system: System, mix: QueryMix, rate: float, n: int,
+def _poisson_run(system: System, workload: Workload, rate: float, n: int,
                  hopeless=None) -> QueryLog | None:
-    """``n`` queries of ``mix`` arriving as a Poisson stream at ``rate`` per second, served
+    """``n`` queries of ``workload`` arriving as a Poisson stream at ``rate`` per second, served
     (see :func:`_serve` for ``hopeless``): a Server or Interactive run."""
-    prompts, outputs = mix.lengths(n)
-    return _serve(system, mix.unit_arrivals(n) / rate, prompts, outputs, "poisson", hopeless)
+    prompts, outputs = workload.lengths(n)
+    return _serve(system, workload.unit_arrivals(n) / rate, prompts, outputs, "poisson", hopeless)
 
 
 def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
@@ -959,14 +944,14 @@ def queries_to_issue(scheduled_s, rules: RunRules) -> int:
     return count
 
 
-def server_query_count(rate_per_s: float, mix: QueryMix, rules: RunRules) -> int:
+def server_query_count(rate_per_s: float, workload: Workload, rules: RunRules) -> int:
     """How many queries LoadGen schedules at ``rate_per_s``: :func:`queries_to_issue` over
-    the query mix's Poisson schedule.
+    the workload's arrival schedule.
 
     Used in chapter 'Benchmark scenarios'.
     """
     rate = checks.positive("rate_per_s", rate_per_s)
-    checks.instance("mix", mix, QueryMix)
+    checks.instance("workload", workload, Workload)
     checks.instance("rules", rules, RunRules)
     extra = rules.dataset_samples if rules.equal_issue else 0
     # Compared as a float first: a huge rate's count is no int to allocate for.
@@ -977,7 +962,7 @@ def server_query_count(rate_per_s: float, mix: QueryMix, rules: RunRules) -> int
             raise ValueError(f"rate_per_s: {rate:g} queries/s for {rules.min_duration_s:g} s "
                              f"(rules) is more than the {MAX_QUERIES:,} queries a run may hold")
         n = max(n, math.ceil(expected))
-        arrivals = checks.finite_result(mix.unit_arrivals(n + extra) / rate, "rate_per_s")
+        arrivals = checks.finite_result(workload.unit_arrivals(n + extra) / rate, "rate_per_s")
         try:
             return queries_to_issue(arrivals, rules)
         except ValueError:
@@ -1008,7 +993,7 @@ def single_stream_min_queries(rules: RunRules, expected_latency_s: float) -> int
     return count + rules.dataset_samples - count % rules.dataset_samples
 
 
-def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
+def run_scenario(system: System, scenario: str, *, workload: Workload | None = None,
                  model: str = "llama2-70b", rate_per_s: float | None = None,
                  rules: RunRules | None = None, queries: int | None = None) -> Summary:
     """Run one LoadGen scenario against ``system`` and judge the run.
@@ -1030,7 +1015,7 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
     checks.option("scenario", scenario, SCENARIOS)
     if not isinstance(system, System):
         raise ValueError(f"system: {system!r} is not a System")
-    mix = QueryMix() if mix is None else mix
+    workload = Workload() if workload is None else workload
     rules = mlperf_rules(model) if rules is None else rules
     if model not in BOUNDS:
         raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
@@ -1041,26 +1026,27 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
         if rate_per_s is None:
             raise ValueError(f"rate_per_s: the {scenario} scenario needs a target rate")
         rate = checks.positive("rate_per_s", rate_per_s)
-        most = _most_rate_per_s(system, mix)
+        most = _most_rate_per_s(system, workload)
         if rate > most:
             raise ValueError(
                 f"rate_per_s: {rate:,.1f} queries/s is more than {MAX_OVERLOAD:g} times the "
                 f"{most / MAX_OVERLOAD:,.1f} queries/s {system.name} could complete even if "
                 f"it only multiplied matrices; give at most {most:,.1f}")
-        log = _poisson_run(system, mix, rate, queries or server_query_count(rate, mix, rules))
+        log = _poisson_run(system, workload, rate,
+                           queries or server_query_count(rate, workload, rules))
     elif scenario == "Offline":
-        n = queries or _offline_count(system, mix, rules)
-        prompts, outputs = mix.lengths(n)
+        n = queries or _offline_count(system, workload, rules)
+        prompts, outputs = workload.lengths(n)
         log = _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
     else:
         n = queries or rules.min_queries
-        log = _single_stream(system, mix, n)
+        log = _single_stream(system, workload, n)
         if not queries:
             # The submitter's expected latency: the mean over a pilot of min_queries queries.
             floor = single_stream_min_queries(rules, float(np.mean(log.latency_s)))
             n = max(n, floor)
             while True:
-                log = _single_stream(system, mix, n)
+                log = _single_stream(system, workload, n)
                 last_issue = float(np.max(log.issued_s))
                 if last_issue >= rules.min_duration_s:
                     break
@@ -1071,27 +1057,27 @@ def run_scenario(system: System, scenario: str, *, mix: QueryMix | None = None,
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
 
 
-def _most_rate_per_s(system: System, mix: QueryMix) -> float:
+def _most_rate_per_s(system: System, workload: Workload) -> float:
     """The highest Server or Interactive rate a run may ask for: :data:`MAX_OVERLOAD`
-    times the compute ceiling at the mean lengths of the mix's first queries."""
-    return MAX_OVERLOAD * system.ceiling_rate_per_s(*mix.lengths(CEILING_SAMPLE))
+    times the compute ceiling at the mean lengths of the workload's first queries."""
+    return MAX_OVERLOAD * system.ceiling_rate_per_s(*workload.lengths(CEILING_SAMPLE))
 
 
-def _single_stream(system: System, mix: QueryMix, n: int) -> QueryLog:
-    """The first ``n`` queries of the query mix, one at a time on one replica."""
-    prompts, outputs = mix.lengths(n)
+def _single_stream(system: System, workload: Workload, n: int) -> QueryLog:
+    """The first ``n`` queries of the workload, one at a time on one replica."""
+    prompts, outputs = workload.lengths(n)
     closed = Requests(np.full(n, np.nan), prompts, outputs, "closed", 1)
     closed.arrival_s[0] = 0.0
     return QueryLog.from_results([simulate(system.replica, closed, system.scheduler)])
 
 
-def _offline_count(system: System, mix: QueryMix, rules: RunRules) -> int:
+def _offline_count(system: System, workload: Workload, rules: RunRules) -> int:
     """Samples for an Offline run: the minimum, or more if they finish before the minimum
     duration (scaled up from the last try, with LoadGen's 10 % slack, until they last),
     padded to whole dataset passes under equal issue."""
     n = rules.pad(rules.offline_min_samples)
     while True:
-        prompts, outputs = mix.lengths(n)
+        prompts, outputs = workload.lengths(n)
         took = float(np.max(_serve(system, np.zeros(n), prompts, outputs,
                                    "all_at_once").finish_s))
         if took >= rules.min_duration_s:
@@ -1102,16 +1088,16 @@ def _offline_count(system: System, mix: QueryMix, rules: RunRules) -> int:
                              f"than the {MAX_QUERIES:,} samples a run may hold")
 
 
-def offline_rate_per_s(system: System, mix: QueryMix | None = None,
+def offline_rate_per_s(system: System, workload: Workload | None = None,
                        rules: RunRules | None = None) -> float:
     """Queries per second the system completes with every sample queued at once.
 
     No Server rate above it can be sustained: the search's upper limit.
     """
-    mix = QueryMix() if mix is None else mix
+    workload = Workload() if workload is None else workload
     rules = mlperf_rules() if rules is None else rules
     n = rules.offline_min_samples
-    prompts, outputs = mix.lengths(n)
+    prompts, outputs = workload.lengths(n)
     log = _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
     return n / float(np.max(log.finish_s))
 
@@ -1154,7 +1140,7 @@ class ServerSearch:
         return self.best.result if self.best is not None else 0.0
 
 
-def _bounded_trial(system: System, scenario: str, mix: QueryMix, model: str,
+def _bounded_trial(system: System, scenario: str, workload: Workload, model: str,
                    rate: float, rules: RunRules) -> Summary | None:
     """A Server or Interactive run at ``rate``, as :func:`run_scenario` does it, abandoned
     (``None``) as soon as its verdict is certain to be invalid.
@@ -1163,7 +1149,7 @@ def _bounded_trial(system: System, scenario: str, mix: QueryMix, model: str,
     once ``n - floor(0.99 n)`` queries are; near and past saturation the first
     replica or two usually show that many, and the rest need not be simulated.
     """
-    n = server_query_count(rate, mix, rules)
+    n = server_query_count(rate, workload, rules)
     limit = bounds(model, scenario)
     enough = n - int(n * TARGET_PERCENTILE[scenario])
     over = [0, 0]
@@ -1173,14 +1159,14 @@ def _bounded_trial(system: System, scenario: str, mix: QueryMix, model: str,
         over[1] += int(np.count_nonzero(part.tpot_s > limit.tpot_s))
         return max(over) >= enough
 
-    log = _poisson_run(system, mix, rate, n, hopeless)
+    log = _poisson_run(system, workload, rate, n, hopeless)
     if log is None:
         return None
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
 
 
 def find_server_rate(system: System, scenario: str = "Server", *,
-                     mix: QueryMix | None = None, model: str = "llama2-70b",
+                     workload: Workload | None = None, model: str = "llama2-70b",
                      rules: RunRules | None = None, upper_rate_per_s: float | None = None,
                      iterations: int = 10) -> ServerSearch:
     """Bisect for the highest Poisson rate whose run LoadGen would judge valid.
@@ -1207,17 +1193,17 @@ def find_server_rate(system: System, scenario: str = "Server", *,
                          f"{' or '.join(BOUNDED_SCENARIOS)}")
     bounds(model, scenario)
     checks.iterations("iterations", iterations)
-    mix = QueryMix() if mix is None else mix
+    workload = Workload() if workload is None else workload
     rules = mlperf_rules(model) if rules is None else rules
     given = upper_rate_per_s is not None
     high = (checks.real("upper_rate_per_s", upper_rate_per_s, low=MIN_SEARCH_RATE_PER_S)
-            if given else 1.2 * offline_rate_per_s(system, mix, rules))
+            if given else 1.2 * offline_rate_per_s(system, workload, rules))
     trials = []
     ticks = progress(range(iterations), label=f"{scenario} rate search, trials")
 
     def trial(rate: float) -> tuple[bool, Summary | None]:
         next(ticks, None)
-        summary = _bounded_trial(system, scenario, mix, model, rate, rules)
+        summary = _bounded_trial(system, scenario, workload, model, rate, rules)
         if summary is None:
             trials.append(Trial(rate, False, math.nan, math.nan, cut_short=True))
             return False, None
@@ -1226,7 +1212,7 @@ def find_server_rate(system: System, scenario: str = "Server", *,
 
     # A very short run can pass far past saturation; the doubling stops where
     # run_scenario would refuse the rate.
-    most = _most_rate_per_s(system, mix)
+    most = _most_rate_per_s(system, workload)
     with closing(ticks):
         low, passing = 0.0, None
         while not given and low < most:
@@ -1268,7 +1254,7 @@ class ServerView:
 def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") -> ServerView:
     """Run the example system at ``rate_per_s`` under ``scenario`` and judge it.
 
-    Uses :func:`example_system`, the default :class:`QueryMix` and MLPerf's rules
+    Uses :func:`example_system`, the default :class:`Workload` and MLPerf's rules
     scaled by :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive
     rate or a scenario without a bound.
 

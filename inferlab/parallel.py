@@ -245,7 +245,7 @@ def chip_spread(model, chip, precision: str = "int8", *, chips: int | None = Non
     from inferlab import specs
     from inferlab.capacity import weight_bytes
     from inferlab.feasibility import Infeasible, fewest_chips
-    from inferlab.roofline import PEAK_COLUMN, params_read
+    from inferlab.roofline import PEAK_COLUMN, flop_per_token, params_read
 
     spec = specs.model(model) if isinstance(model, str) else model
     hw = specs.chip(chip) if isinstance(chip, str) else chip
@@ -261,7 +261,7 @@ def chip_spread(model, chip, precision: str = "int8", *, chips: int | None = Non
     weights = weight_bytes(params_read(spec, 1), precision)
     bandwidth = hw.memory_bandwidth_bytes_per_s
     peak = getattr(hw, PEAK_COLUMN.get(precision.lower(), "bf16_flop_per_s"))
-    flop = 2.0 * spec.params_active
+    flop = flop_per_token(spec)
     compute = flop / peak if math.isfinite(peak) else math.nan
     return ChipSpread(hw.name, count, weights, weights / bandwidth,
                       weights / (count * bandwidth), compute, compute / count)

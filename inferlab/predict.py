@@ -1,36 +1,51 @@
-"""Predict an MLPerf Inference result from the step-time model, under LoadGen's rules.
+"""Predict what a system serves, from the step-time model: any model, any workload, any layout.
 
 ::
 
+    python -m inferlab.predict --chip "NVIDIA H200 SXM" --chips 8 --model "Llama 3.1 8B" \\
+        --input-tokens 1000 --output-tokens 200          # fixed lengths, Offline
     python -m inferlab.predict --chip "NVIDIA H200 SXM" --chips 8 --model "Llama 2 70B" \\
-        --precision fp8 --scenario Server
-    python -m inferlab.predict ... --json           # one JSON object
-    python -m inferlab.predict --list-chips         # the chip names it accepts
+        --precision fp8 --scenario Server                # MLPerf's own data set and rules
+    python -m inferlab.predict ... --dataset llama3.1-405b   # another MLPerf data set
+    python -m inferlab.predict ... --trace profile_export_raw.jsonl   # a recorded run
+    python -m inferlab.predict ... --tp 4 --pp 2 --ep 4  # this layout only
+    python -m inferlab.predict ... --json                # one JSON object
+    python -m inferlab.predict --list-chips              # the chip names it accepts
+    python -m inferlab.predict --list-models             # the model names it accepts
     python -m inferlab.predict --csv in.csv --out out.csv
-    python -m inferlab.predict ... --tp 2            # only this tensor-parallel width
 
-For a system of ``chips`` accelerators the prediction takes the tensor-parallel
-width the stack's reference submission ran on that chip in that scenario, or, for a
-chip it never ran on, tries every width that fits and stays inside the chip's
-scale-up domain (:mod:`inferlab.feasibility`); it splits the system into ``chips / tp``
-data-parallel replicas, and runs the scenario on the modelled system with the serving simulator
-(:mod:`inferlab.simulator`) and the LoadGen rules of :mod:`inferlab.loadgen`:
-Offline is every sample queued at once; Server and Interactive are the highest
-Poisson rate whose run is valid (minimum duration, query count, p99 TTFT and
-TPOT bounds, early stopping), found by bisection; Single-Stream is one query at a
-time. Where it tries several widths it keeps, like a submitter tuning a
-configuration, the one with the best valid result.
+``import inferlab; inferlab.predict(...)`` calls :func:`predict`.
 
-The software stack's parameters (efficiencies, fixed cost per step) come from
-:mod:`inferlab.calibration` unless a :class:`~inferlab.calibration.Stack` is given;
-its engine settings per scenario (batch limit, tokens per step, chunked prefill)
-come from a submission's own configuration files
-(:func:`inferlab.calibration.engine_settings`).
-A configuration that cannot run exits with status 2 and the feasibility layer's
-reason.
+**The workload** (:class:`inferlab.workload.Workload`) is one of: fixed lengths, a length
+distribution, an MLPerf data set, or a recorded trace. Without one, a model's own MLPerf
+data set is used; a model MLPerf has no benchmark for needs lengths.
 
-Used in chapters 'Batching' and 'Choosing hardware'; ``benchmarks/model_accuracy.py``
-scores it against every audited result in ``data/mlperf_llama2_70b.csv``.
+**The system** is ``chips`` accelerators split into replicas of ``tp x pp`` chips
+(tensor-parallel within the chip's scale-up domain, pipeline stages across it, experts
+spread over ``ep`` of the ``tp``; :func:`layout_options`), each modelled by
+:func:`inferlab.steptime.replica` with the software stack's fitted parameters
+(:mod:`inferlab.calibration`) and the engine of a submission's own configuration files.
+Without a given layout, a chip and scenario the stack's reference submission ran get that
+submission's layout; any other system gets the best of every layout that fits.
+
+**The run.** On an MLPerf data set the scenario runs under MLPerf's rules for that
+benchmark (:mod:`inferlab.loadgen`): Offline is every sample queued at once; Server and
+Interactive are the highest Poisson rate whose run is valid (minimum duration, query
+count, p99 TTFT and TPOT bounds, early stopping), found by bisection; Single-Stream is one
+query at a time. Any other workload runs Offline as *steady Offline*: every request queued
+at once on each replica, enough of them to fill its batch :data:`STEADY_WAVES` times over,
+so that the throughput is the engine's sustained rate rather than a short run's ramp and
+drain. Replicas given the same queue behave the same, so one is simulated and the
+system's rate is the replicas' count times its rate. Server and Interactive on such a
+workload take the bounds of the model's MLPerf benchmark, where it has one.
+
+``tokens_per_s`` is output tokens per second of the whole system. No fitted number is
+per model, data set or length: the stacks are fitted on Llama 2 70B and every other model
+is a prediction (``benchmarks/model_accuracy.py`` scores both). A configuration that
+cannot run raises :class:`~inferlab.feasibility.Infeasible` (the command line exits with
+status 2 and the reason), never a number.
+
+Used in chapters 'Batching' and 'Choosing hardware'.
 """
 
 from __future__ import annotations
@@ -40,29 +55,33 @@ import csv
 import json
 import math
 import sys
+import types
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 
 import numpy as np
 
 from inferlab import checks, specs
-from inferlab.calibration import Stack, stack_for
+from inferlab.calibration import Stack, stack, stack_for, stacks
 from inferlab.feasibility import Infeasible, layout
 from inferlab.loadgen import (
+    BENCHMARK_MODELS,
+    BOUNDS,
     SCENARIOS,
     QueryLog,
-    QueryMix,
     RunRules,
     System,
+    benchmark_of,
     dealt_in_turn,
     find_server_rate,
+    loadgen_percentile,
     mlperf_rules,
     run_scenario,
 )
+from inferlab.simulator import simulate
 from inferlab.steptime import replica
-
-#: The LoadGen benchmark of each model the predictor knows a query mix for.
-BENCHMARKS = {"Llama 2 70B": "llama2-70b"}
+from inferlab.traffic import Requests
+from inferlab.workload import Workload, check_fits_context, datasets
 
 #: The rules the calibration and the accuracy benchmark run in each scenario, which are
 #: MLPerf's own (600 s minimum) in every one. Shorter runs mislead twice over. LoadGen's Server
@@ -80,17 +99,34 @@ FIT_RULES = MappingProxyType({scenario: mlperf_rules() for scenario in
 #: to 2^-10 of the upper limit, 0.1 %).
 SEARCH_ITERATIONS = 10
 
+#: How many times over a steady Offline run fills one replica's batch. The run's ramp and
+#: drain cost about one batch's worth of time, so sixteen waves put the result within a
+#: few per cent of the sustained rate (exactly on it for fixed lengths, whose requests move
+#: in lockstep).
+STEADY_WAVES = 16
+
+#: The fewest and most requests a steady Offline run queues on its one simulated replica.
+STEADY_REQUESTS = (256, 200_000)
+
+#: The rules of a Server or Interactive run on a workload that is not an MLPerf data set:
+#: MLPerf's duration and query minimum, without its equal issue (there is no data set to
+#: pass over).
+OPEN_RULES = RunRules()
+
 
 @dataclass(frozen=True)
 class Prediction:
-    """One modelled MLPerf result.
+    """One modelled result.
 
     ``tokens_per_s`` is output tokens per second of the whole system (for
     Single-Stream, of its one stream); ``result`` and ``unit`` are what LoadGen
-    reports (tokens/s, or the p90 latency in seconds for Single-Stream). ``tp`` and
-    ``replicas`` are the layout chosen, ``tp_from`` why that width (the submission's
-    own, or the best of those tried); ``batch`` the most requests one replica ran
-    at once; ``rate_per_s`` the query rate of a Server or Interactive run.
+    reports (tokens/s, or the p90 latency in seconds for Single-Stream). ``tp``, ``pp``,
+    ``ep`` and ``replicas`` are the layout chosen (``replicas`` copies of ``tp x pp``
+    chips), ``tp_from`` why that layout (the submission's own, given, or the best of
+    those tried); ``batch`` the most requests one replica's lane ran at once (a replica of
+    ``pp`` stages runs ``pp`` lanes); ``rate_per_s`` the query rate of a Server or
+    Interactive run; ``workload`` what was served; ``rules`` how the run was judged
+    (``"MLPerf <benchmark>"``, ``"steady Offline"``, or the open rules).
 
     Used in chapters 'Batching' and 'Choosing hardware'.
     """
@@ -112,6 +148,10 @@ class Prediction:
     batch: int
     rate_per_s: float | None
     tp_from: str = ""
+    pp: int = 1
+    ep: int = 1
+    workload: str = ""
+    rules: str = ""
 
     def as_dict(self) -> dict:
         """The prediction as plain JSON-ready values."""
@@ -161,10 +201,16 @@ def accepted_chips() -> list[str]:
     return names
 
 
+def accepted_models() -> list[str]:
+    """The models :func:`predict` accepts: every row of ``data/models.csv``, in file order."""
+    return specs.models()
+
+
 #: The most chips a prediction takes: 72, one NVL72 rack, past the largest system in
 #: data/mlperf_llama2_70b.csv (48 accelerators), the range the predictor is checked on.
-#: A prediction simulates every replica's schedule, so its time grows with the chips:
-#: about 30 s for 72 H100s under MLPerf's full Offline rules on the book's 2-core machine.
+#: A prediction under MLPerf's rules simulates every replica's schedule, so its time grows
+#: with the chips: about 30 s for 72 H100s under MLPerf's full Offline rules on the book's
+#: 2-core machine.
 MAX_CHIPS = 72
 
 
@@ -181,90 +227,239 @@ def tp_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelSpec,
 
     Used in chapter 'Choosing hardware'.
     """
+    return [tp for tp, _ in layout_options(chip, chips, model, precision, pipeline=False)]
+
+
+def layout_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelSpec,
+                   precision: str, *, tps=None, pp: int | None = None,
+                   pipeline: bool = True) -> list[tuple[int, int]]:
+    """The ``(tp, pp)`` layouts of a replica that fit ``model`` on ``chips`` x ``chip``.
+
+    ``tp`` runs over the powers of two (or ``tps``) that stay inside the chip's scale-up
+    domain; for each, ``pp`` is the given one, else 1 if the weights fit on ``tp`` chips
+    and otherwise (with ``pipeline``) the fewest stages, a power of two, that hold them.
+    Every replica's ``tp x pp`` divides ``chips``. Raises
+    :class:`~inferlab.feasibility.Infeasible` with the reason of the last layout tried
+    when none fits (the weights' size and the chips they need, or the domain).
+    """
+    hw, spec = specs.as_chip(chip), specs.as_model(model)
     chips = _chips(chips)
-    widths, last = [], None
+    widths = []
     tp = 1
     while tp <= chips:
-        if chips % tp == 0:
+        widths.append(tp)
+        tp *= 2
+    if tps is not None:
+        widths = tps
+    stages = [checks.whole("pp", pp, maximum=chips)] if pp is not None else None
+    found, last = [], None
+    for tp in widths:
+        if chips % tp:
+            continue
+        options = stages or ([1] + [2**k for k in range(1, 7)] if pipeline else [1])
+        for stage_count in options:
+            if chips % (tp * stage_count):
+                continue
             try:
-                layout(model, chip, precision, tp=tp)
-                widths.append(tp)
+                layout(spec, hw, precision, tp=tp, pp=stage_count)
             except Infeasible as error:
                 last = error
-        tp *= 2
-    if not widths:
+                if error.kind == "domain":
+                    break
+                continue
+            found.append((tp, stage_count))
+            break
+    if not found:
+        if last is None:
+            raise ValueError(f"chips: no layout of {chips} chips has the given tp and pp; give "
+                             "values whose product divides chips")
         raise last
-    return widths
+    return found
 
 
-def predict(chip: str, chips: int, model: str = "Llama 2 70B", precision: str = "fp8",
-            scenario: str = "Offline", *, stack: Stack | None = None,
-            rules: RunRules | None = None, mix: QueryMix | None = None,
-            tps=None, dispatch: str = "round-robin") -> Prediction:
-    """The modelled MLPerf result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
+def as_stack(value, chip, precision: str) -> Stack:
+    """The stack a prediction runs: ``value`` if it is a :class:`~inferlab.calibration.Stack`
+    (used as built), the stack of ``data/stacks.csv`` it names, or by default the vendor's
+    calibrated stack for ``chip`` (a name or a :class:`~inferlab.specs.Chip`) at
+    ``precision``."""
+    if value is None:
+        return stack_for(specs.as_chip(chip).name, precision)
+    if isinstance(value, str):
+        try:
+            return stack(value)
+        except ValueError:
+            raise ValueError(f"stack: unknown stack {value!r}; known: "
+                             f"{', '.join(stacks())}") from None
+    checks.instance("stack", value, Stack)
+    return value
 
-    ``rules`` default to MLPerf's own (:func:`inferlab.loadgen.mlperf_rules`); pass
-    ``mlperf_rules(scale=0.1)`` for a ten-times shorter run. ``tps`` lists the
-    tensor-parallel widths to try. By default a chip and scenario the stack's reference
-    submission ran (:meth:`~inferlab.calibration.Stack.engine`) get that
-    submission's width, where it divides ``chips`` and fits, and any other system the
-    best of every width :func:`tp_options` allows. ``dispatch`` is how queries reach
-    the replicas (:data:`inferlab.loadgen.DISPATCHES`).
-    Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits and
-    ``ValueError`` for an unknown chip, model, format or scenario.
+
+def as_workload(value, model) -> Workload:
+    """The workload a prediction serves: ``value`` if it is a
+    :class:`~inferlab.workload.Workload`, the MLPerf data set it names
+    (:func:`inferlab.workload.datasets`), or by default ``model``'s own MLPerf data set.
+
+    Raises ``ValueError`` for a model MLPerf has no benchmark for and no workload given,
+    naming the ways to give one.
+    """
+    model = specs.as_model(model)
+    if value is None:
+        own = benchmark_of(model.name)
+        if own is None:
+            raise ValueError(
+                f"workload: {model.name} has no MLPerf data set to default to (those with one: "
+                f"{', '.join(BENCHMARK_MODELS.values())}); give input and output tokens "
+                f"(--input-tokens, --output-tokens), a data set (one of {', '.join(datasets())})"
+                " or a trace")
+        value = own
+    if isinstance(value, str):
+        return Workload.dataset(value)
+    checks.instance("workload", value, Workload)
+    return value
+
+
+def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
+            scenario: str = "Offline", *, workload=None, stack=None,
+            rules: RunRules | None = None, tps=None, pp: int | None = None, ep: int = 1,
+            dispatch: str = "round-robin") -> Prediction:
+    """The modelled result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
+
+    ``chip``, ``model`` and ``stack`` are names or the objects themselves
+    (:class:`~inferlab.specs.Chip`, :class:`~inferlab.specs.ModelSpec`,
+    :class:`~inferlab.calibration.Stack`); a stack built by hand is used as built.
+    ``workload`` is a :class:`~inferlab.workload.Workload` or an MLPerf data set's name;
+    by default the model's own data set (module docstring). ``rules`` default to MLPerf's
+    own for an MLPerf data set (pass ``mlperf_rules(scale=0.1)`` for a ten-times shorter
+    run). ``tps`` lists the tensor-parallel widths to try, ``pp`` fixes the pipeline
+    stages and ``ep`` the expert-parallel chips of each stage; by default a chip and
+    scenario the stack's reference submission ran get that submission's layout, where it
+    divides ``chips`` and fits, and any other system the best of every layout
+    :func:`layout_options` allows. ``dispatch`` is how queries reach the replicas
+    (:data:`inferlab.loadgen.DISPATCHES`).
+
+    Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits (with the
+    gigabytes it needs) and ``ValueError`` for an unknown chip, model, stack, format,
+    data set or scenario, a workload longer than the model's context, or a scenario the
+    workload has no bounds for.
 
     Used in chapters 'Batching' and 'Choosing hardware'.
     """
-    if scenario not in SCENARIOS:
-        raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(SCENARIOS)}")
-    if model not in BENCHMARKS:
-        raise ValueError(f"model: {model!r} has no MLPerf query mix here; give one of "
-                         f"{', '.join(BENCHMARKS)}")
-    hw = specs.chip(chip)
+    checks.option("scenario", scenario, SCENARIOS)
+    hw, spec = specs.as_chip(chip), specs.as_model(model)
     chips = _chips(chips)
-    stack = stack_for(hw.name, precision) if stack is None else stack
-    if not isinstance(stack, Stack):
-        raise TypeError(f"stack: {stack!r} is not a Stack")
-    benchmark = BENCHMARKS[model]
-    rules = mlperf_rules(benchmark) if rules is None else rules
-    mix = QueryMix() if mix is None else mix
-    widths, tp_from = _widths(hw, chips, model, precision, scenario, stack, tps)
+    stack = as_stack(stack, hw, precision)
+    workload = as_workload(workload, spec)
+    check_fits_context(workload, spec.context_length_tokens, spec.name)
+    ep = checks.whole("ep", ep)
+    mlperf = workload.benchmark in BOUNDS
+    benchmark = workload.benchmark if mlperf else benchmark_of(spec.name)
+    if scenario in ("Server", "Interactive"):
+        if benchmark is None:
+            raise ValueError(f"scenario: {scenario} needs latency bounds, and {spec.name} has "
+                             "no MLPerf benchmark to take them from; give Offline")
+        if scenario not in BOUNDS[benchmark]:
+            raise ValueError(f"scenario: MLPerf's {benchmark} benchmark has no {scenario} "
+                             f"scenario; give one of Offline, {', '.join(BOUNDS[benchmark])}")
+    if mlperf:
+        rules = mlperf_rules(workload.benchmark) if rules is None else rules
+        judged = f"MLPerf {workload.benchmark}"
+    elif scenario == "Offline":
+        judged = "steady Offline"
+    elif scenario == "SingleStream":
+        raise ValueError("scenario: Single-Stream is modelled on MLPerf data sets only; give "
+                         "Offline for this workload, or a data set")
+    else:
+        rules = OPEN_RULES if rules is None else rules
+        judged = f"{scenario} at {benchmark}'s bounds, MLPerf's duration"
+    engine_benchmark = workload.benchmark if mlperf else "llama2-70b"
+    layouts, tp_from = _layouts(hw, chips, spec, precision, scenario, stack, tps, pp, ep,
+                                engine_benchmark)
+    mean_prompt, mean_output = workload.mean_tokens()
     best = None
-    for tp in widths:
-        rep = replica(model, hw, tp, precision, **stack.replica_parameters(hw, precision))
-        system = System(f"{chips} x {hw.name}, tp={tp}", rep, chips // tp,
-                        stack.scheduler(hw.name, scenario), dispatch)
+    for tp, stages, experts in layouts:
+        rep = replica(spec, hw, tp, precision, pp=stages, ep=experts,
+                      context_tokens=min(mean_prompt + mean_output / 2,
+                                         spec.context_length_tokens),
+                      **stack.replica_parameters(hw, precision))
+        _check_request_fits(rep, workload)
+        scheduler = stack.scheduler(hw.name, scenario, engine_benchmark)
+        replicas = chips // (tp * stages)
+        system = System(f"{chips} x {hw.name}, tp={tp}, pp={stages}", rep, replicas * stages,
+                        scheduler, dispatch)
         rate = None
-        if scenario in ("Server", "Interactive"):
-            search = find_server_rate(system, scenario, mix=mix, model=benchmark,
-                                      rules=rules, iterations=SEARCH_ITERATIONS)
-            summary, rate = search.best, search.rate_per_s
-            if summary is None:
-                continue
+        if not mlperf and scenario == "Offline":
+            candidate = _steady_offline(system, workload, hw, spec, precision, scenario,
+                                        stack, tp, stages, experts, replicas, tp_from, judged)
         else:
-            summary = run_scenario(system, scenario, mix=mix, model=benchmark,
-                                   rules=rules)
-        log = summary.log
-        tokens_per_s = (summary.result if summary.unit == "tokens/s"
-                        else log.tokens / float(np.max(log.finish_s)))
-        candidate = Prediction(hw.name, chips, model, precision, scenario, stack.name, tp,
-                               chips // tp, float(tokens_per_s), float(summary.result),
-                               summary.unit, summary.valid, summary.ttft_p99_s,
-                               summary.tpot_p99_s,
-                               peak_batch(log, chips // tp, system.shares(len(log))), rate,
-                               tp_from)
+            if scenario in ("Server", "Interactive"):
+                search = find_server_rate(system, scenario, workload=workload, model=benchmark,
+                                          rules=rules, iterations=SEARCH_ITERATIONS)
+                summary, rate = search.best, search.rate_per_s
+                if summary is None:
+                    continue
+            else:
+                summary = run_scenario(system, scenario, workload=workload, model=benchmark,
+                                       rules=rules)
+            log = summary.log
+            tokens_per_s = (summary.result if summary.unit == "tokens/s"
+                            else log.tokens / float(np.max(log.finish_s)))
+            candidate = Prediction(
+                hw.name, chips, spec.name, precision, scenario, stack.name, tp, replicas,
+                float(tokens_per_s), float(summary.result), summary.unit, summary.valid,
+                summary.ttft_p99_s, summary.tpot_p99_s,
+                peak_batch(log, system.replicas, system.shares(len(log))), rate, tp_from,
+                stages, experts, workload.name, judged)
         if best is None or _better(candidate, best):
             best = candidate
     if best is None:
-        return Prediction(hw.name, chips, model, precision, scenario, stack.name, widths[0],
-                          chips // widths[0], 0.0, 0.0, "tokens/s", False, math.nan, math.nan,
-                          0, 0.0, tp_from)
+        tp, stages, experts = layouts[0]
+        return Prediction(hw.name, chips, spec.name, precision, scenario, stack.name, tp,
+                          chips // (tp * stages), 0.0, 0.0, "tokens/s", False, math.nan,
+                          math.nan, 0, 0.0, tp_from, stages, experts, workload.name, judged)
     return best
 
 
-def _widths(hw: specs.Chip, chips: int, model: str, precision: str, scenario: str,
-            stack: Stack, tps) -> tuple[list[int], str]:
-    """The tensor-parallel widths a prediction tries, and where they come from."""
+def _check_request_fits(rep, workload: Workload) -> None:
+    """Refuse a workload whose longest request outgrows one lane's KV cache."""
+    longest = workload.longest_request_tokens
+    if longest > rep.kv_capacity_tokens:
+        per_token = rep.kv_bytes_per_token
+        raise Infeasible("capacity", (
+            f"workload: one request of {longest:,} tokens needs "
+            f"{longest * per_token / 1e9:,.1f} GB of KV cache, but {rep.name} has "
+            f"{rep.kv_capacity_tokens * per_token / 1e9:,.1f} GB free per lane after weights "
+            "and reserve; use more chips per replica (tp, pp) or shorter requests"))
+
+
+def _steady_offline(system: System, workload: Workload, hw, spec, precision, scenario, stack,
+                    tp, stages, experts, replicas, tp_from, judged) -> Prediction:
+    """Steady Offline (module docstring): one replica lane, queued full ``STEADY_WAVES``
+    times over, scaled to the system."""
+    rep, scheduler = system.replica, system.scheduler
+    mean_prompt, mean_output = workload.mean_tokens()
+    concurrency = max(1, min(scheduler.max_batch,
+                             int(rep.kv_capacity_tokens // (mean_prompt + mean_output))))
+    low, high = STEADY_REQUESTS
+    n = int(min(high, max(low, STEADY_WAVES * concurrency)))
+    prompts, outputs = workload.lengths(n)
+    result = simulate(rep, Requests(np.zeros(n), prompts, outputs, "all_at_once"), scheduler)
+    log = QueryLog.from_results([result])
+    lane_tok_s = log.tokens / float(np.max(log.finish_s))
+    tokens_per_s = lane_tok_s * system.replicas
+    decoding = log.output_tokens > 1
+    tpot = (loadgen_percentile(log.tpot_s[decoding] if decoding.all() else
+                               (log.finish_s - log.first_token_s)[decoding]
+                               / (log.output_tokens[decoding] - 1), 0.99)
+            if decoding.any() else math.nan)
+    return Prediction(hw.name, system.accelerators, spec.name, precision, scenario, stack.name,
+                      tp, replicas, float(tokens_per_s), float(tokens_per_s), "tokens/s", True,
+                      float(loadgen_percentile(log.ttft_s, 0.99)), float(tpot),
+                      peak_batch(log, 1), None, tp_from, stages, experts, workload.name, judged)
+
+
+def _layouts(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str, scenario: str,
+             stack: Stack, tps, pp, ep: int, benchmark: str) -> tuple[list[tuple], str]:
+    """The ``(tp, pp, ep)`` layouts a prediction tries, and where they come from."""
     if tps is not None:
         if isinstance(tps, (str, bytes)) or not hasattr(tps, "__iter__"):
             raise TypeError(f"tps: {tps!r} is not a list of widths")
@@ -275,13 +470,22 @@ def _widths(hw: specs.Chip, chips: int, model: str, precision: str, scenario: st
             if chips % tp:
                 raise ValueError(f"tps: width {tp} does not divide chips={chips}; give a "
                                  "divisor of the chip count")
-            layout(model, hw, precision, tp=tp)
-        return widths, "given"
-    widths = tp_options(hw, chips, model, precision)
-    engine = stack.engine(hw.name, scenario)
-    if engine["tp"] in widths:
-        return [engine["tp"]], f"the width {engine['source']} ran"
-    return widths, "the best of " + ", ".join(str(tp) for tp in widths)
+        found = layout_options(hw, chips, spec, precision, tps=widths, pp=pp)
+        for tp in widths:
+            if all(tp != width for width, _ in found):
+                # The refusal of this very width, with its reason.
+                layout(spec, hw, precision, tp=tp, pp=pp or 1)
+        return [(tp, stages, ep) for tp, stages in found], "given"
+    found = layout_options(hw, chips, spec, precision, pp=pp)
+    engine = stack.engine(hw.name, scenario, benchmark)
+    own = (engine["tp"], engine["pp"] or 1)
+    if own in found and (pp is None or pp == own[1]):
+        experts = engine["ep"] or 1 if ep == 1 else ep
+        return [(own[0], own[1], experts)], f"the layout {engine['source']} ran"
+    # Keep one layout per stage count at the narrowest... every width that fits is tried.
+    label = ", ".join(f"tp={tp}" + (f" pp={stages}" if stages > 1 else "")
+                      for tp, stages in found)
+    return [(tp, stages, ep) for tp, stages in found], "the best of " + label
 
 
 def _better(a: Prediction, b: Prediction) -> bool:
@@ -298,19 +502,25 @@ def _better(a: Prediction, b: Prediction) -> bool:
 
 CSV_COLUMNS = ("chip", "chips", "model", "precision", "scenario")
 
+#: Columns a configuration file may add, one value per row (empty: the default).
+CSV_OPTIONAL = ("tp", "pp", "input_tokens", "output_tokens")
+
 
 def _format(prediction: Prediction) -> str:
     lines = [f"{prediction.chips} x {prediction.chip}, {prediction.model} at "
-             f"{prediction.precision}, MLPerf {prediction.scenario} (modelled; stack: "
-             f"{prediction.stack})"]
+             f"{prediction.precision}, {prediction.scenario} (modelled; stack: "
+             f"{prediction.stack})",
+             f"  workload: {prediction.workload}; judged by {prediction.rules}"]
     if prediction.unit == "s":
         lines.append(f"  p90 latency: {prediction.result:.3f} s "
                      f"({prediction.tokens_per_s:,.0f} tokens/s in one stream)")
     else:
-        lines.append(f"  tokens/s: {prediction.tokens_per_s:,.0f}")
+        lines.append(f"  tokens/s: {prediction.tokens_per_s:,.0f} (output tokens, whole system)")
     lines.append(f"  valid: {'yes' if prediction.valid else 'NO'}")
-    lines.append(f"  layout: tp={prediction.tp} x {prediction.replicas} replica(s) "
-                 f"({prediction.tp_from}); peak batch per replica {prediction.batch:,}")
+    layout_text = f"tp={prediction.tp}" + (f" x pp={prediction.pp}" if prediction.pp > 1 else "") \
+        + (f", ep={prediction.ep}" if prediction.ep > 1 else "")
+    lines.append(f"  layout: {layout_text} x {prediction.replicas} replica(s) "
+                 f"({prediction.tp_from}); peak batch per lane {prediction.batch:,}")
     if prediction.rate_per_s is not None:
         lines.append(f"  query rate: {prediction.rate_per_s:,.2f} per second")
     if math.isfinite(prediction.ttft_p99_s):
@@ -320,83 +530,173 @@ def _format(prediction: Prediction) -> str:
     return "\n".join(lines)
 
 
-def _rows(path: str) -> list[dict]:
+def _whole_cell(path: str, line: int, row: dict, column: str) -> int | None:
+    value = (row.get(column) or "").strip()
+    if not value:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ValueError(f"{path}, line {line}, column '{column}': {value!r} is not a whole "
+                         "number >= 1")
+    return number
+
+
+def _rows(path: str) -> list[tuple[int, dict]]:
+    """The configurations of a CSV file; a malformed one fails with its file, line and column."""
     with open(path, newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
         missing = [column for column in CSV_COLUMNS if column not in (reader.fieldnames or [])]
         if missing:
             raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; "
-                             f"give {','.join(CSV_COLUMNS)}")
+                             f"give {','.join(CSV_COLUMNS)} (optional: {','.join(CSV_OPTIONAL)})")
         rows = []
         for line, row in enumerate(reader, start=2):
-            try:
-                row["chips"] = int(row["chips"])
-            except (TypeError, ValueError):
-                raise ValueError(f"{path}, line {line}, column 'chips': {row['chips']!r} is not "
-                                 "a whole number") from None
+            if None in row:
+                raise ValueError(f"{path}, line {line}: more cells than the header's "
+                                 f"{len(reader.fieldnames)} columns")
+            row["chips"] = _whole_cell(path, line, row, "chips")
+            if row["chips"] is None:
+                raise ValueError(f"{path}, line {line}, column 'chips': empty; give a whole "
+                                 "number >= 1")
+            for column in CSV_OPTIONAL:
+                row[column] = _whole_cell(path, line, row, column)
+            if (row["input_tokens"] is None) != (row["output_tokens"] is None):
+                raise ValueError(f"{path}, line {line}, column 'output_tokens': give both "
+                                 "input_tokens and output_tokens, or neither")
             rows.append((line, row))
         return rows
+
+
+def _workload_of(args) -> Workload | str | None:
+    if (args.input_tokens is None) != (args.output_tokens is None):
+        raise ValueError("--output-tokens: give both --input-tokens and --output-tokens")
+    given = [args.input_tokens is not None, args.dataset is not None, args.trace is not None]
+    if sum(given) > 1:
+        raise ValueError("--dataset: give one of --input-tokens/--output-tokens, --dataset "
+                         "and --trace")
+    if args.input_tokens is not None:
+        return Workload.fixed(args.input_tokens, args.output_tokens)
+    if args.trace is not None:
+        from inferlab.endpoint_metrics import read_trace
+
+        return Workload.from_trace(read_trace(args.trace), name=f"trace {args.trace}")
+    return args.dataset
+
+
+def _predict_csv(args, rules) -> int:
+    rows = _rows(args.csv)
+    written = []
+    for line, row in rows:
+        base = {**{key: row[key] for key in CSV_COLUMNS},
+                **{key: "" if row[key] is None else row[key] for key in CSV_OPTIONAL}}
+        try:
+            workload = (Workload.fixed(row["input_tokens"], row["output_tokens"])
+                        if row["input_tokens"] is not None else None)
+            found = predict(row["chip"], row["chips"], row["model"], row["precision"],
+                            row["scenario"], workload=workload, stack=args.stack,
+                            rules=rules, tps=None if row["tp"] is None else [row["tp"]],
+                            pp=row["pp"], ep=args.ep)
+        except (ValueError, TypeError) as error:
+            written.append({**base, "tokens_per_s": "", "valid": "", "ttft_p99_s": "",
+                            "tpot_p99_s": "", "refused": str(error)})
+            print(f"line {line}: refused: {error}", file=sys.stderr)
+            continue
+        written.append({**base, "tp": found.tp, "pp": found.pp,
+                        "tokens_per_s": f"{found.tokens_per_s:.1f}",
+                        "valid": "yes" if found.valid else "no",
+                        "ttft_p99_s": f"{found.ttft_p99_s:.4f}",
+                        "tpot_p99_s": f"{found.tpot_p99_s:.5f}", "refused": ""})
+        print(f"line {line}: {found.tokens_per_s:,.0f} tok/s "
+              f"({'valid' if found.valid else 'INVALID'})", file=sys.stderr)
+    columns = [*CSV_COLUMNS, *CSV_OPTIONAL, "tokens_per_s", "valid", "ttft_p99_s",
+               "tpot_p99_s", "refused"]
+    with open(args.out, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(written)
+    return 0
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m inferlab.predict",
-        description="Predict an MLPerf Inference result from the book's step-time model.")
+        description="Predict what a system serves from the book's step-time model.")
     parser.add_argument("--chip", help="a chip name from --list-chips")
     parser.add_argument("--chips", type=int, default=8, help="accelerators in the system")
-    parser.add_argument("--model", default="Llama 2 70B")
+    parser.add_argument("--model", default="Llama 2 70B", help="a model from --list-models")
     parser.add_argument("--precision", default="fp8", help="weights: fp8, fp4, bf16, ...")
     parser.add_argument("--scenario", default="Offline", choices=SCENARIOS)
+    parser.add_argument("--input-tokens", type=int, metavar="I",
+                        help="every request this many prompt tokens (with --output-tokens)")
+    parser.add_argument("--output-tokens", type=int, metavar="O",
+                        help="every request this many output tokens (with --input-tokens)")
+    parser.add_argument("--dataset", metavar="NAME",
+                        help="an MLPerf data set: " + ", ".join(datasets()))
+    parser.add_argument("--trace", metavar="FILE", help="a run recorded by aiperf (raw "
+                        "export), guidellm (JSON report) or vllm bench serve (result JSON)")
     parser.add_argument("--tp", type=int, metavar="N",
-                        help="try only this tensor-parallel width (default: the submission's "
+                        help="only this tensor-parallel width (default: the submission's "
                         "own for a chip it ran, else the best that fits)")
+    parser.add_argument("--pp", type=int, metavar="N", help="pipeline stages per replica")
+    parser.add_argument("--ep", type=int, default=1, metavar="N",
+                        help="expert-parallel chips of each stage's tp (mixtures of experts)")
+    parser.add_argument("--stack", metavar="NAME", help="a stack of data/stacks.csv "
+                        "(default: the chip vendor's calibrated stack)")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="scale MLPerf's minimum duration and Offline samples (0, 1]")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--list-chips", action="store_true", help="print the chip names")
+    parser.add_argument("--list-models", action="store_true", help="print the model names")
     parser.add_argument("--csv", metavar="IN", help="configurations, one per row: "
-                        + ",".join(CSV_COLUMNS))
+                        + ",".join(CSV_COLUMNS) + " (optional: " + ",".join(CSV_OPTIONAL) + ")")
     parser.add_argument("--out", metavar="OUT", help="where --csv writes its results")
     args = parser.parse_args(argv)
     if args.list_chips:
         print("\n".join(accepted_chips()))
         return 0
+    if args.list_models:
+        print("\n".join(accepted_models()))
+        return 0
     try:
-        rules = mlperf_rules(scale=args.scale)
-        tps = None if args.tp is None else [args.tp]
+        rules = None if args.scale == 1.0 else mlperf_rules(scale=args.scale)
+        if args.scale != 1.0:
+            checks.fraction("scale", args.scale, low_open=True)
         if args.csv:
             if not args.out:
                 parser.error("--csv needs --out")
-            rows = _rows(args.csv)
-            written = []
-            for line, row in rows:
-                try:
-                    found = predict(row["chip"], row["chips"], row["model"], row["precision"],
-                                    row["scenario"], rules=rules, tps=tps)
-                except ValueError as error:
-                    raise ValueError(f"{args.csv}, line {line}: {error}") from None
-                written.append({**{key: row[key] for key in CSV_COLUMNS},
-                                "tokens_per_s": f"{found.tokens_per_s:.1f}",
-                                "valid": "yes" if found.valid else "no",
-                                "tp": found.tp, "ttft_p99_s": f"{found.ttft_p99_s:.4f}",
-                                "tpot_p99_s": f"{found.tpot_p99_s:.5f}"})
-                print(f"line {line}: {found.tokens_per_s:,.0f} tok/s "
-                      f"({'valid' if found.valid else 'INVALID'})", file=sys.stderr)
-            with open(args.out, "w", newline="", encoding="utf-8") as handle:
-                writer = csv.DictWriter(handle, fieldnames=list(written[0]) if written
-                                        else [*CSV_COLUMNS, "tokens_per_s", "valid"])
-                writer.writeheader()
-                writer.writerows(written)
-            return 0
+            return _predict_csv(args, rules)
         if not args.chip:
-            parser.error("give --chip (or --list-chips, or --csv)")
-        found = predict(args.chip, args.chips, args.model, args.precision, args.scenario,
-                        rules=rules, tps=tps)
-    except (ValueError, TypeError) as error:
+            parser.error("give --chip (or --list-chips, --list-models, or --csv)")
+        workload = _workload_of(args)
+        spec = specs.as_model(args.model)
+        if rules is not None:
+            chosen = workload if workload is not None else benchmark_of(spec.name)
+            name = chosen if isinstance(chosen, str) else getattr(chosen, "benchmark", "")
+            rules = mlperf_rules(name, scale=args.scale) if name in BOUNDS else None
+        found = predict(args.chip, args.chips, spec, args.precision, args.scenario,
+                        workload=workload, stack=args.stack, rules=rules,
+                        tps=None if args.tp is None else [args.tp], pp=args.pp, ep=args.ep)
+    except (ValueError, TypeError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(json.dumps(found.as_dict()) if args.json else _format(found))
     return 0
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable: ``inferlab.predict(...)`` is :func:`predict`."""
+
+    def __call__(self, *args, **kwargs) -> Prediction:
+        return predict(*args, **kwargs)
+
+
+# A module's class may be swapped for a subclass of ModuleType (Python 3.5+): it lets the
+# package expose ``inferlab.predict(...)`` while ``python -m inferlab.predict`` and
+# ``from inferlab.predict import predict`` keep working.
+sys.modules[__name__].__class__ = _CallableModule
 
 
 if __name__ == "__main__":

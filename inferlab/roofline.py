@@ -32,6 +32,7 @@ from inferlab.capacity import (
     KIB,
     bytes_per_param,
     default_kv_precision,
+    kv_bytes_for_context,
     kv_bytes_per_token,
     weight_bytes,
 )
@@ -152,33 +153,52 @@ def decode_floor(
 def params_read(model: specs.ModelSpec, tokens) -> float | np.ndarray:
     """Parameters one step reads when it pushes ``tokens`` tokens through a model.
 
-    Dense models read all of them whatever the batch. A mixture of experts with
-    ``E`` experts per layer, ``k`` used per token, reads its dense part (attention,
-    embeddings, shared experts) and only the experts some token chose. With each
-    token choosing its ``k`` independently and uniformly, an expert is missed by all
-    ``T`` tokens with probability ``(1 - k / E) ** T``, so the expected read is::
+    Every matrix a step multiplies by is read once per step. The input embedding table,
+    unless it is also the output head, is only looked up: one row per token, not the whole
+    table (``vocab_size x hidden_size``, 6.5 % of Llama 3.1 8B). Dense models read all their
+    other weights whatever the batch. A mixture of experts with ``E`` routed experts per
+    layer, ``k`` used per token, reads its dense part (attention, dense layers, shared
+    experts, the output head) and only the experts some token chose. With each token
+    choosing its ``k`` independently and uniformly, an expert is missed by all ``T``
+    tokens with probability ``(1 - k / E) ** T``, so the expected read is::
 
-        dense + experts_total x (1 - (1 - k / E) ** T)
+        dense - table + rows(T) + experts_total x (1 - (1 - k / E) ** T)
 
     where ``experts_total = (params_total - params_active) / (1 - k / E)`` and
     ``dense = params_total - experts_total`` follow from the two counts in
-    ``data/models.csv``. At one token it is ``params_active``; by a few dozen tokens
-    (Mixtral's 2 of 8) or a few hundred (DeepSeek-V3's 8 of 256) it is nearly all of
-    ``params_total``: the active-parameter floor holds at batch 1 only. Real routers
-    are not uniform, which lowers the read a little at mid-size batches.
+    ``data/models.csv`` (shared experts and dense layers are in both, so they land in
+    ``dense``), ``table`` is :attr:`~inferlab.specs.ModelSpec.lookup_params` and
+    ``rows(T) = min(T, vocab_size) x hidden_size``. At one token a mixture reads its
+    active parameters less the table; by a few dozen tokens (Mixtral's 2 of 8) or a few
+    hundred (DeepSeek-V3's 8 of 256) nearly all of ``params_total``: the active-parameter
+    floor holds at batch 1 only. Real routers are not uniform, which lowers the read a
+    little at mid-size batches.
 
     Used in chapters 'The memory-bandwidth floor' and 'Batching'.
     """
     model = specs.as_model(model)
     t = checks.reals("tokens", tokens, low=1.0)
-    if model.experts <= 1:
-        result = np.full(t.shape, model.params_total)
+    table = model.lookup_params
+    rows = np.minimum(t, model.vocab_size) * model.hidden_size if table else 0.0 * t
+    if model.experts <= 1 or model.experts_per_token >= model.experts:
+        result = model.params_total - table + rows
     else:
         share = model.experts_per_token / model.experts
         experts_total = (model.params_total - model.params_active) / (1 - share)
         dense = model.params_total - experts_total
-        result = dense + experts_total * (1 - (1 - share) ** t)
+        result = dense - table + rows + experts_total * (1 - (1 - share) ** t)
     return float(result) if result.ndim == 0 else result
+
+
+def flop_per_token(model: specs.ModelSpec) -> float:
+    """Matrix-multiply FLOPs of one token through the model: two per active parameter it
+    multiplies by, ``2 x (params_active - lookup_params)`` (an embedding lookup multiplies
+    nothing; a tied table is multiplied by as the output head, and counts).
+
+    Used in chapter 'Batching'.
+    """
+    model = specs.as_model(model)
+    return 2.0 * (model.params_active - model.lookup_params)
 
 
 def model_decode_floor(
@@ -193,10 +213,14 @@ def model_decode_floor(
 ) -> DecodeFloor:
     """:func:`decode_floor` for a model of ``data/models.csv`` at ``precision``.
 
-    Weights are ``params_active`` (the experts a token uses; equal to the total
-    for dense models) unless ``use_active_params`` is false. The KV cache is
-    stored at ``kv_precision`` (default: the weights' precision, except 4-bit
-    weights, whose cache is kept at 8 bits).
+    Weights are what one decode step of ``batch`` tokens reads
+    (:func:`params_read`: every weight of a dense model but the embedding rows it does
+    not look up; the dense part and the experts the batch's tokens route to for a
+    mixture, from its active parameters at batch 1 towards all of them) unless
+    ``use_active_params`` is false, which reads all ``params_total``. The KV cache is
+    stored at ``kv_precision`` (default: the weights' precision, except 4-bit weights,
+    whose cache is kept at 8 bits); sliding-window layers hold at most their window
+    (:func:`inferlab.capacity.kv_bytes_for_context`).
 
     A context beyond the model's limit raises ``Infeasible`` (``"context"``).
 
@@ -205,13 +229,17 @@ def model_decode_floor(
     model = specs.as_model(model)
     if context_tokens:
         check_context(model, math.ceil(context_tokens))
-    params = model.params_active if use_active_params else model.params_total
+    batch = checks.whole("batch", batch)
+    params = params_read(model, batch) if use_active_params else model.params_total
     if kv_precision is None:
         kv_precision = default_kv_precision(precision)
+    per_token = kv_bytes_per_token(model, kv_precision)
+    if context_tokens and model.sliding_layers:
+        per_token = kv_bytes_for_context(model, context_tokens, kv_precision) / context_tokens
     return decode_floor(
         weight_bytes(params, precision),
         bandwidth_bytes_per_s,
-        kv_bytes_per_token=kv_bytes_per_token(model, kv_precision),
+        kv_bytes_per_token=per_token,
         context_tokens=context_tokens,
         batch=batch,
     )

@@ -58,7 +58,18 @@ class Chip:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """A decoder-only transformer's shape, as its published config gives it."""
+    """A decoder-only transformer's shape, as its published config gives it.
+
+    A mixture of experts (``experts > 1``) routes each token to ``experts_per_token`` of
+    its ``experts`` routed experts per MoE layer (each ``moe_intermediate_size`` wide),
+    plus ``shared_experts`` that every token uses; ``dense_layers`` of its ``layers`` have
+    an ordinary MLP of ``intermediate_size`` instead (DeepSeek-V3's first three). Multi-head
+    latent attention (``attention == "mla"``) caches one ``kv_lora_rank``-wide latent and
+    one ``qk_rope_head_dim``-wide rotary key per layer and token. ``sliding_layers`` of the
+    layers attend only to the last ``sliding_window`` tokens (0 and 0 for none), so their
+    cache stops growing there. ``tied_embeddings``: the input embedding table is also the
+    output head.
+    """
 
     name: str
     layers: int
@@ -75,6 +86,35 @@ class ModelSpec:
     context_length_tokens: int
     attention: str
     source: str
+    moe_intermediate_size: int = 0
+    shared_experts: int = 0
+    dense_layers: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    sliding_window: int = 0
+    sliding_layers: int = 0
+    tied_embeddings: bool = False
+
+    @property
+    def embedding_params(self) -> float:
+        """Parameters of the input embedding table, ``vocab_size x hidden_size``.
+
+        A step reads one row of it per token, not the whole table; untied, it does no
+        multiply either (a lookup), so it is left out of the FLOPs and the bytes a step
+        reads whole.
+        """
+        return float(self.vocab_size * self.hidden_size)
+
+    @property
+    def lookup_params(self) -> float:
+        """Parameters a step only looks up (one row per token) rather than multiplies by:
+        the embedding table when it is not also the output head, else none."""
+        return 0.0 if self.tied_embeddings else self.embedding_params
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers with routed experts (0 for a dense model)."""
+        return 0 if self.experts <= 1 else self.layers - self.dense_layers
 
 
 def _names(frame) -> str:
@@ -174,7 +214,20 @@ def _model(name: str) -> ModelSpec:
         context_length_tokens=int(row["context_length_tokens"]),
         attention=row["attention"],
         source=row["source"],
+        moe_intermediate_size=_whole_or_zero(row["moe_intermediate_size"]),
+        shared_experts=int(row["shared_experts"]),
+        dense_layers=int(row["dense_layers"]),
+        kv_lora_rank=_whole_or_zero(row["kv_lora_rank"]),
+        qk_rope_head_dim=_whole_or_zero(row["qk_rope_head_dim"]),
+        sliding_window=_whole_or_zero(row["sliding_window"]),
+        sliding_layers=_whole_or_zero(row["sliding_layers"]),
+        tied_embeddings=row["tied_embeddings"] == "yes",
     )
+
+
+def _whole_or_zero(value) -> int:
+    """A whole-number cell, 0 where the table leaves it empty (the feature is absent)."""
+    return 0 if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
 
 
 def as_model(model, name: str = "model") -> ModelSpec:

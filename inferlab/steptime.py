@@ -31,13 +31,31 @@ separate group of kernels that run one after another:
 - **communication**: two all-reduces per layer of ``tokens x hidden_size``
   16-bit activations, by the fastest algorithm for the message size on a switched
   fabric (:func:`inferlab.parallel.allreduce_s`), at the chip's per-direction link
-  rate, ``allreduce_latency_s`` per hop.
+  rate, ``allreduce_latency_s`` per hop. With expert parallelism (``ep`` chips of the
+  ``tp`` each hold whole experts) a MoE layer's MLP all-reduce runs over the ``tp / ep``
+  chips that share an expert, and the tokens travel to their experts and back in two
+  all-to-alls. Between pipeline stages each token's activation crosses one link.
 - **overhead**: a fixed ``step_overhead_s`` per step (kernel launches, sampling,
   the scheduler's own work), paid whatever the batch.
 
 ::
 
       step_s = gemm_s + attention_s + allreduce_s + step_overhead_s
+
+**Pipeline parallelism.** A replica of ``tp x pp`` chips runs ``pp`` stages of
+``layers / pp`` layers, each on ``tp`` chips. With ``pp`` micro-batches in flight every
+stage works on one of them at a time, so the replica behaves as ``pp`` *lanes*, each a
+micro-batch whose step passes through every stage in turn: its step time is that of the
+whole model on ``tp`` chips' bandwidth and FLOP/s, plus the hand-offs between stages, and
+the lanes share the cache of all ``tp x pp`` chips. When fewer than ``pp`` micro-batches
+are ready (a light load, one stream) lanes sit idle: that is the pipeline bubble, and it
+is why pipelining buys throughput and capacity, never a faster token.
+
+**What a step reads.** ``params_read`` is every weight of a dense model but the
+embedding rows a step does not look up, and for a mixture of experts the dense part and
+the experts the step's tokens route to (:func:`inferlab.roofline.params_read`). A model
+with sliding-window layers reads only its window of cache in those layers; the replica
+takes the cache's rate per token at a typical context (``context_tokens``).
 
 The efficiencies, the overlap, the overhead and the all-reduce latency describe a
 software stack, not a chip: :mod:`inferlab.calibration` fits them, by stack, on
@@ -56,11 +74,14 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from inferlab import checks, specs
-from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
+from inferlab.capacity import (
+    ACTIVATION_RESERVE_FRACTION,
+    kv_bytes_for_context,
+    kv_bytes_per_token,
+)
 from inferlab.feasibility import Infeasible, Layout, layout
 from inferlab.mlperf import MLPERF_PER_USER_TOK_S as MLPERF_PER_USER_TOK_S
-from inferlab.parallel import allreduce_s
-from inferlab.roofline import params_read, sustained_flop_per_s
+from inferlab.roofline import flop_per_token, params_read, sustained_flop_per_s
 
 #: All-reduces per layer in a tensor-parallel transformer — after attention and after the MLP
 #: (Megatron-LM, Shoeybi et al. 2019).
@@ -76,11 +97,13 @@ ATTENTION_FLOP_PER_PAIR = 4
 
 @dataclass(frozen=True)
 class Replica:
-    """One model on ``tp`` chips, reduced to the coefficients of its step time.
+    """One model on ``tp x pp`` chips, reduced to the coefficients of its step time.
 
-    Build it with :func:`replica`. Rates are for the whole replica (summed over its
-    ``tp`` chips); the efficiencies, ``overlap``, ``step_overhead_s`` and
-    ``allreduce_latency_s`` are the software stack's (see the module docstring).
+    Build it with :func:`replica`. Rates are for one lane (``tp`` chips: the whole
+    replica without pipeline stages, one micro-batch's path through them with; see the
+    module docstring), and so is :attr:`kv_capacity_tokens`; ``weight_bytes`` are the
+    whole model's. The efficiencies, ``overlap``, ``step_overhead_s`` and
+    ``allreduce_latency_s`` are the software stack's.
 
     Used in chapter 'Batching'.
     """
@@ -99,16 +122,24 @@ class Replica:
     step_overhead_s: float
     allreduce_latency_s: float
     link_bytes_per_s: float
+    ep: int = 1
+    stage_link_bytes_per_s: float = math.inf
 
     @property
     def tp(self) -> int:
-        """Chips in the replica."""
+        """Chips of one lane: the tensor-parallel width."""
         return self.layout.tp
 
     @property
+    def lanes(self) -> int:
+        """Micro-batches the replica runs at once: its pipeline stages, ``pp``."""
+        return self.layout.pp
+
+    @property
     def kv_capacity_tokens(self) -> int:
-        """Tokens of KV cache the replica holds beside its weights (all requests together)."""
-        return self.layout.kv_capacity_tokens
+        """Tokens of KV cache one lane holds beside the weights (all its requests together):
+        the replica's cache, shared among its lanes."""
+        return self.layout.kv_capacity_tokens // self.lanes
 
     # ---- the coefficients, in seconds ----------------------------------------------
 
@@ -129,10 +160,9 @@ class Replica:
     # ---- the pieces of a step (numbers or NumPy arrays) -----------------------------
 
     def weights_s(self, tokens=1):
-        """Time to read the weights a step of ``tokens`` tokens touches."""
+        """Time to read the weights a step of ``tokens`` tokens touches
+        (:func:`inferlab.roofline.params_read`)."""
         model = self.layout.model
-        if model.experts <= 1:
-            return self.weight_bytes / self._bandwidth + 0 * np.asarray(tokens, dtype=float)
         share = params_read(model, np.maximum(np.asarray(tokens, dtype=float), 1))
         return self.weight_bytes * share / model.params_total / self._bandwidth
 
@@ -154,25 +184,53 @@ class Replica:
         work = self.attention_flop_per_pair * np.asarray(pairs, dtype=float) / self._flops
         return np.maximum(read, work)
 
-    def memory_s(self, context_tokens):
-        """Time to read the weights and ``context_tokens`` tokens of KV cache (the floor)."""
-        return ((self.weight_bytes + self.kv_bytes_per_token * np.asarray(context_tokens))
-                / self._bandwidth)
+    def memory_s(self, context_tokens, tokens=1):
+        """Time to read the weights a step of ``tokens`` tokens touches and ``context_tokens``
+        tokens of KV cache: the floor."""
+        return (self.weights_s(tokens)
+                + self.kv_bytes_per_token * np.asarray(context_tokens) / self._bandwidth)
 
     def compute_s(self, tokens):
         """Time of the matrix multiplies of ``tokens`` tokens (same as :meth:`matmul_s`)."""
         return self.matmul_s(tokens)
 
     def allreduce_s(self, tokens):
-        """Time of the step's tensor-parallel all-reduces (0 for one chip)."""
+        """Time of the step's communication: the tensor-parallel all-reduces, the expert
+        all-to-alls and the hand-offs between pipeline stages (0 for one chip)."""
         tokens = np.asarray(tokens, dtype=float)
-        if self.tp == 1:
-            return 0 * tokens
+        one = self._comm_function()
+        result = np.vectorize(one, otypes=[float])(tokens)
+        return result if result.ndim else float(result)
+
+    def _comm_function(self):
+        """A scalar ``f(tokens) -> seconds`` of the step's communication (see
+        :meth:`allreduce_s`), for the simulator's inner loop."""
         model = self.layout.model
-        message = tokens * model.hidden_size * ACTIVATION_BYTES
-        one = np.vectorize(lambda m: allreduce_s(m, self.tp, self.link_bytes_per_s,
-                                                 self.allreduce_latency_s))(message)
-        return model.layers * ALLREDUCES_PER_LAYER * one
+        latency = self.allreduce_latency_s
+        per_token = model.hidden_size * ACTIVATION_BYTES / self.link_bytes_per_s
+        moe = model.moe_layers if self.ep > 1 else 0
+        groups = ((self.tp, model.layers + model.layers - moe),  # attention + MLP all-reduces
+                  (self.tp // self.ep, moe))                     # experts shared by tp / ep
+        groups = tuple((p, count) for p, count in groups if p > 1 and count)
+        coefficients = tuple((count, (p - 1) * per_token, 2 * (p - 1) / p * per_token)
+                             for p, count in groups)
+        a2a = (2 * moe, model.experts_per_token * per_token * (self.ep - 1) / self.ep**2)
+        handoff = (self.lanes - 1,
+                   model.hidden_size * ACTIVATION_BYTES / self.stage_link_bytes_per_s
+                   if self.lanes > 1 else 0.0)
+
+        def comm(tokens: float) -> float:
+            total = 0.0
+            for count, one_shot, two_shot in coefficients:
+                total += count * min(latency + one_shot * tokens,
+                                     2 * latency + two_shot * tokens)
+            if a2a[0]:
+                total += a2a[0] * (latency + a2a[1] * tokens)
+            if handoff[0]:
+                total += handoff[0] * (latency + handoff[1] * tokens)
+            return total
+
+        return comm
 
     def step_s(self, context_tokens, tokens, attention_pairs=None):
         """The modelled time of one step that reads ``context_tokens`` tokens of KV cache and
@@ -196,21 +254,28 @@ class Replica:
         hidden = 1 - self.overlap
         fixed = self.step_overhead_s
         model = self.layout.model
-        dense_weights = self.weight_bytes / bandwidth
-        p = self.tp
-        count = model.layers * ALLREDUCES_PER_LAYER
-        per_token = model.hidden_size * ACTIVATION_BYTES / self.link_bytes_per_s
-        latency = self.allreduce_latency_s
-        one_shot, two_shot = (p - 1) * per_token, 2 * (p - 1) / p * per_token
-        moe = model.experts > 1
+        per_param = self.weight_bytes / model.params_total / bandwidth
+        # A dense model reads its weights less the embedding table, plus a row per token.
+        table_rows = model.vocab_size if model.lookup_params else 0
+        row = model.hidden_size * per_param
+        dense_weights = (model.params_total - model.lookup_params) * per_param
+        moe = model.experts > 1 and model.experts_per_token < model.experts
+        if moe:
+            # params_read of a mixture, inlined: the simulator calls this once per step.
+            miss = 1 - model.experts_per_token / model.experts
+            experts_total = (model.params_total - model.params_active) / miss
+            shared = model.params_total - experts_total - model.lookup_params
+        comm = self._comm_function()
+        simple = self.tp == 1 and self.lanes == 1
 
-        # One closure for the common case (a dense model), so that the simulator's inner
-        # loop pays for no further calls; the general one handles experts and all-reduces.
-        if not moe and p == 1:
+        # One closure for the common case (a dense model on one chip), so that the
+        # simulator's inner loop pays for no further calls; the general one handles
+        # experts and communication.
+        if not moe and simple:
             def step(tokens: float, context_read: float, pairs: float) -> float:
+                read = dense_weights + row * (tokens if tokens < table_rows else table_rows)
                 work = matmul * tokens
-                gemm = (dense_weights + hidden * work if dense_weights > work
-                        else work + hidden * dense_weights)
+                gemm = read + hidden * work if read > work else work + hidden * read
                 attention = kv_read * context_read
                 if pair * pairs > attention:
                     attention = pair * pairs
@@ -219,16 +284,17 @@ class Replica:
             return step
 
         def step(tokens: float, context_read: float, pairs: float) -> float:
-            read = float(self.weights_s(max(tokens, 1))) if moe else dense_weights
+            read = row * (tokens if tokens < table_rows else table_rows)
+            if moe:
+                read += (shared + experts_total * (1 - miss ** max(tokens, 1))) * per_param
+            else:
+                read += dense_weights
             work = matmul * tokens
             gemm = read + hidden * work if read > work else work + hidden * read
             attention = kv_read * context_read
             if pair * pairs > attention:
                 attention = pair * pairs
-            comm = 0.0
-            if p > 1:
-                comm = count * min(latency + one_shot * tokens, 2 * latency + two_shot * tokens)
-            return gemm + attention + comm + fixed
+            return gemm + attention + comm(tokens) + fixed
 
         return step
 
@@ -298,6 +364,8 @@ def replica(
     tp: int = 1,
     precision: str = "fp8",
     *,
+    pp: int = 1,
+    ep: int = 1,
     kv_precision: str | None = None,
     memory_efficiency: float = 1.0,
     compute_efficiency: float = 1.0,
@@ -306,28 +374,40 @@ def replica(
     allreduce_latency_s: float = 0.0,
     reserve_fraction: float = ACTIVATION_RESERVE_FRACTION,
     peak_flop_per_s_per_chip: float | None = None,
+    context_tokens: float | None = None,
 ) -> Replica:
-    """Build the step-time model of ``model`` on ``tp`` chips of ``chip`` at ``precision``.
+    """Build the step-time model of ``model`` on ``tp x pp`` chips of ``chip`` at ``precision``.
 
     ``model`` and ``chip`` are names from ``data/models.csv`` and
     ``data/hardware.csv`` (or the specs themselves). The layout comes from
     :func:`inferlab.feasibility.layout`, which refuses (``Infeasible``, a
-    ``ValueError``) weights that do not fit on ``tp`` chips after the reserve or a
+    ``ValueError``) weights that do not fit on ``tp x pp`` chips after the reserve or a
     ``tp`` beyond the chip's scale-up domain. Weights are all ``params_total`` at
-    ``precision``; FLOPs follow ``params_active``. The cache is stored at
-    ``kv_precision`` (default: the weights' format, but 8 bits for 4-bit weights).
-    The peak rate is the dense rate for ``precision`` the chip holds within its power
-    limit (:func:`inferlab.roofline.sustained_flop_per_s`; the datasheet peak for every
-    chip run at full power) unless ``peak_flop_per_s_per_chip`` overrides it.
+    ``precision``; FLOPs follow :func:`inferlab.roofline.flop_per_token`. The cache is
+    stored at ``kv_precision`` (default: the weights' format, but 8 bits for 4-bit
+    weights). The peak rate is the dense rate for ``precision`` the chip holds within its
+    power limit (:func:`inferlab.roofline.sustained_flop_per_s`; the datasheet peak for
+    every chip run at full power) unless ``peak_flop_per_s_per_chip`` overrides it.
+
+    ``pp`` pipeline stages run as ``pp`` lanes (module docstring); their hand-offs cross
+    the scale-up link inside one domain and the scale-out network beyond it. ``ep``
+    chips of each stage's ``tp`` hold whole experts of a mixture (``ep`` divides ``tp``
+    and the expert count; 1 for none). ``context_tokens`` is a typical request's context,
+    at which the cache's per-token rate is taken for a model with sliding-window layers
+    (default: the model's whole context, the most a request can hold).
 
     The defaults (efficiencies 1, overlap 1, no overhead, no latency) are the ideal
     machine; :mod:`inferlab.calibration` holds fitted stacks.
 
     Used in chapter 'Batching'.
     """
-    lay = layout(model, chip, precision, tp=tp, kv_precision=kv_precision,
+    lay = layout(model, chip, precision, tp=tp, pp=pp, kv_precision=kv_precision,
                  reserve_fraction=reserve_fraction)
     spec, hw = lay.model, lay.chip
+    ep = checks.whole("ep", ep, maximum=lay.tp)
+    if lay.tp % ep or (ep > 1 and (spec.experts <= 1 or spec.experts % ep)):
+        raise ValueError(f"ep: {ep} must divide tp={lay.tp} and {spec.name}'s "
+                         f"{spec.experts} expert(s); give 1 or such a divisor")
     memory_efficiency = checks.fraction("memory_efficiency", memory_efficiency, low_open=True)
     compute_efficiency = checks.fraction("compute_efficiency", compute_efficiency, low_open=True)
     overlap = checks.fraction("overlap", overlap)
@@ -337,13 +417,26 @@ def replica(
         peak = sustained_flop_per_s(hw, precision)
     else:
         peak = checks.positive("peak_flop_per_s_per_chip", peak_flop_per_s_per_chip)
-    tp = lay.tp
+    per_token = lay.kv_bytes_per_token_per_chip * lay.chips
+    if spec.sliding_layers:
+        typical = (spec.context_length_tokens if context_tokens is None
+                   else checks.real("context_tokens", context_tokens, low=1.0,
+                                    high=spec.context_length_tokens))
+        per_token *= (kv_bytes_for_context(spec, typical, lay.kv_precision)
+                      / (typical * kv_bytes_per_token(spec, lay.kv_precision)))
+    tp, pp = lay.tp, lay.pp
+    in_domain = hw.domain_chips and tp * pp <= hw.domain_chips
+    stage_link = (math.inf if pp == 1 else
+                  hw.link_bytes_per_s if in_domain and math.isfinite(hw.link_bytes_per_s)
+                  else hw.scaleout_bytes_per_s)
     return Replica(
-        name=f"{spec.name} on {tp} x {hw.name} ({precision})",
+        name=(f"{spec.name} on {tp * pp} x {hw.name} ({precision}"
+              + (f", tp={tp}, pp={pp}" if pp > 1 else "") + (f", ep={ep}" if ep > 1 else "")
+              + ")"),
         layout=lay,
-        weight_bytes=lay.weight_bytes_per_chip * tp,
-        kv_bytes_per_token=lay.kv_bytes_per_token_per_chip * tp,
-        flop_per_token=2.0 * spec.params_active,
+        weight_bytes=lay.weight_bytes_per_chip * lay.chips,
+        kv_bytes_per_token=per_token,
+        flop_per_token=flop_per_token(spec),
         attention_flop_per_pair=float(ATTENTION_FLOP_PER_PAIR * spec.layers
                                       * spec.attention_heads * spec.head_dim),
         bandwidth_bytes_per_s=tp * hw.memory_bandwidth_bytes_per_s,
@@ -354,6 +447,8 @@ def replica(
         step_overhead_s=step_overhead_s,
         allreduce_latency_s=allreduce_latency_s,
         link_bytes_per_s=hw.link_bytes_per_s if tp > 1 else math.inf,
+        ep=ep,
+        stage_link_bytes_per_s=stage_link,
     )
 
 

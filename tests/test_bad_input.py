@@ -272,7 +272,7 @@ GOOD = {
         lambda tokens: 1e-4 * tokens, 1e5, 1e10),
 "key": "fuzz", "compute": dict, "render": str, "controls": dict,
     "figure": _figure, "rules": lambda: __import__("inferlab.loadgen").loadgen.mlperf_rules(),
-    "mix": lambda: __import__("inferlab.loadgen").loadgen.QueryMix(),
+    "workload": lambda: __import__("inferlab.workload").workload.Workload(),
     "system": lambda: __import__("inferlab.loadgen").loadgen.example_system(),
     "scheduler": lambda: __import__("inferlab.scheduler").scheduler.Scheduler(),
     "passes": lambda: (lambda x: x < 3), "trial": lambda: (lambda x: x < 3.0),
@@ -343,6 +343,14 @@ GOOD = {
     "charts.rooflines.points": [("decode", 1.0, 1e12, "o")],
     "charts.contexts": [256.0, 512.0], "charts.ratios": [1.0, 1.2], "charts.bandwidth_ratio": 1.4,
     "charts.claim": 1.5, "charts.audited": [1.3], "charts.span": (300.0, 600.0),
+    "model_name": "Llama 3.1 8B", "input_tokens": 64,
+    "calibration.Stack.compute_efficiency": 0.5, "calibration.Stack.step_overhead_s": 0.01,
+    "workload.check_fits_context.context_tokens": 4096,
+    "workload.Workload.dataset.name": "llama3.1-8b", "workload.dataset_lengths.name": "mixtral-8x7b",
+    "trace": lambda: __import__("inferlab.endpoint_metrics").endpoint_metrics.read_guidellm(
+        TRACES / "guidellm_chat_c2" / "benchmarks.json"),
+    "endpoint_metrics.read_trace.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
+    "predict.as_stack.value": None, "predict.as_workload.value": None,
     "charts.tps": [1, 2], "charts.ideal": [1.0, 2.0], "charts.curves": [("ring", 1e-6, [1.0, 1.8])],
 }
 

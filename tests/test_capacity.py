@@ -41,10 +41,15 @@ def test_deepseek_v3_uses_the_mla_latent_formula():
     assert cap.kv_bytes_per_token(model("DeepSeek-V3"), "bf16") == 70_272
 
 
-def test_unknown_mla_model_raises_clearly():
+def test_an_mla_cache_follows_its_config_and_a_missing_width_raises_clearly():
     from dataclasses import replace
 
-    unknown = replace(model("DeepSeek-V3"), name="Some MLA model")
+    # DeepSeek-V3: one 512-wide latent and one 64-wide rotary key per layer and token.
+    assert cap.kv_bytes_per_token(model("DeepSeek-V3")) == 61 * (512 + 64) * 2
+    wider = replace(model("DeepSeek-V3"), name="A wider MLA model", kv_lora_rank=1024)
+    assert cap.kv_bytes_per_token(wider) == 61 * (1024 + 64) * 2
+    unknown = replace(model("DeepSeek-V3"), name="Some MLA model", kv_lora_rank=0,
+                      qk_rope_head_dim=0)
     with pytest.raises(ValueError, match="multi-head latent attention"):
         cap.kv_bytes_per_token(unknown)
     with pytest.raises(ValueError, match="kv_heads"):

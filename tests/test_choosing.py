@@ -23,6 +23,7 @@ from inferlab.choosing import (
     recompile_cost,
 )
 from inferlab.feasibility import Infeasible, fewest_chips
+from inferlab.roofline import flop_per_token, params_read
 from inferlab.simulator import FixedShape
 from inferlab.traffic import Lengths
 
@@ -40,16 +41,17 @@ def test_groq_chip_counts_match_the_bandwidth_chapter():
 
 
 def test_sram_bounds_are_a_pipeline_and_an_ideal_split():
-    # Pipelined, a token reads all 70.6 GB at one chip's 80 TB/s, whatever the chip count;
-    # the ideal split reads them at every chip's bandwidth at once.
+    # Pipelined, a token reads its 69.5 GB (every weight but the embedding rows it does not
+    # look up) at one chip's 80 TB/s, whatever the chip count; the ideal split reads them
+    # at every chip's bandwidth at once.
     floor = family_floor("Llama 3.1 70B", "lpu", "int8")
-    weights = specs.model("Llama 3.1 70B").params_total
+    weights = params_read(specs.model("Llama 3.1 70B"), 1)
+    assert weights == pytest.approx(69.5e9, rel=1e-3)
     assert floor.pipeline_tok_s == pytest.approx(80e12 / weights)  # ~1.13k tok/s
     assert floor.tensor_parallel_tok_s == pytest.approx(floor.chips_used * 80e12 / weights)
     assert floor.ceiling_tok_s == floor.pipeline_tok_s
     # Compute at the published INT8 rate allows more than memory on the pipeline.
-    assert floor.compute_tok_s == pytest.approx(750e12 / (2 * specs.model("Llama 3.1 70B")
-                                                          .params_active))
+    assert floor.compute_tok_s == pytest.approx(750e12 / flop_per_token("Llama 3.1 70B"))
     assert floor.compute_tok_s > floor.pipeline_tok_s and floor.binds == "memory"
     # More chips than needed raise the ideal bound and leave the pipeline bound alone.
     wider = family_floor("Llama 3.1 70B", "lpu", "int8", chips=2 * floor.chips_used)
@@ -70,8 +72,12 @@ def test_one_wafer_does_not_hold_llama_70b_at_16_bits():
 
 def test_moe_bounds_read_only_the_active_experts_at_batch_1():
     floor = family_floor("DeepSeek-V3", "lpu", "int8")
-    active = specs.model("DeepSeek-V3").params_active
-    assert floor.pipeline_tok_s == pytest.approx(80e12 / active)
+    spec = specs.model("DeepSeek-V3")
+    # One token reads its active parameters but the embedding table's unread rows.
+    read = params_read(spec, 1)
+    assert read == pytest.approx(spec.params_active - spec.embedding_params
+                                 + spec.hidden_size)
+    assert floor.pipeline_tok_s == pytest.approx(80e12 / read)
 
 
 def test_nodes_that_cannot_hold_or_reach_are_refused():
@@ -92,7 +98,7 @@ def test_nodes_that_cannot_hold_or_reach_are_refused():
 def test_gpu_ceiling_is_node_bandwidth_over_active_bytes():
     floor = family_floor("Llama 3.1 70B", "gpu", "fp8")  # the reference: 8 x B200, 8 TB/s each
     model = specs.model("Llama 3.1 70B")
-    expected = 8 * 8.0e12 / model.params_active
+    expected = 8 * 8.0e12 / params_read(model, 1)
     assert floor.chips_used == 8
     assert floor.ceiling_tok_s == pytest.approx(expected)
     assert floor.chips_to_hold == 1
@@ -228,11 +234,11 @@ def test_leaderboard_rows():
     # No architecture, no floor.
     assert by[("first-party API", "GPT-5")].verdict == "unknown model"
     assert math.isnan(by[("first-party API", "GPT-5")].hbm_ceiling_tok_s)
-    # Llama 3.3 70B is checked with the Llama 3.1 70B shape: 8 x 8 TB/s over 70.6 GB.
+    # Llama 3.3 70B is checked with its own shape: 8 x 8 TB/s over the 69.5 GB a token reads.
     row = check_row("Llama 3.3 70B", "LPU", 1400)
-    assert row.architecture == "Llama 3.1 70B"
+    assert row.architecture == "Llama 3.3 70B"
     assert row.hbm_ceiling_tok_s == pytest.approx(
-        8 * 8e12 / specs.model("Llama 3.1 70B").params_active)
+        8 * 8e12 / params_read(specs.model("Llama 3.3 70B"), 1))
 
 
 def test_row_above_ceiling_with_weights_in_hbm_means_speculation():

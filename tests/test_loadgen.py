@@ -268,7 +268,7 @@ def test_a_search_valid_at_its_first_limit_raises_the_limit():
     # A short run's Offline rate is mostly its last batches draining, far below what the
     # system sustains: a search capped there would report its cap, not the system.
     system, rules = lg.example_system(), lg.mlperf_rules(scale=0.05)
-    start = 1.2 * lg.offline_rate_per_s(system, lg.QueryMix(), rules)
+    start = 1.2 * lg.offline_rate_per_s(system, lg.Workload(), rules)
     found = lg.find_server_rate(system, "Server", rules=rules, iterations=6)
     failed = [trial.rate_per_s for trial in found.trials if not trial.valid]
     assert found.trials[0].rate_per_s == pytest.approx(start) and found.trials[0].valid
@@ -283,7 +283,7 @@ def test_the_raised_limit_stops_where_run_scenario_would_refuse_the_rate():
     system = lg.example_system()
     rules = lg.RunRules(min_duration_s=0.25, min_queries=100, offline_min_samples=100,
                         confidence=0.5)
-    most = lg.MAX_OVERLOAD * system.ceiling_rate_per_s(*lg.QueryMix().lengths(
+    most = lg.MAX_OVERLOAD * system.ceiling_rate_per_s(*lg.Workload().lengths(
         lg.CEILING_SAMPLE))
     found = lg.find_server_rate(system, "Server", rules=rules, iterations=4)
     assert max(trial.rate_per_s for trial in found.trials) == pytest.approx(most)
@@ -313,7 +313,7 @@ def test_a_trial_cut_short_is_one_the_full_run_judges_invalid(scenario):
 def test_no_run_beats_the_compute_ceiling():
     # The ceiling counts only the matrix multiplies, so even the Offline run, with every
     # query queued at once, completes fewer queries per second.
-    system, mix = lg.example_system(), lg.QueryMix()
+    system, mix = lg.example_system(), lg.Workload()
     prompts, outputs = mix.lengths(SHORT.offline_min_samples)
     ceiling = system.ceiling_rate_per_s(prompts, outputs)
     assert lg.offline_rate_per_s(system, mix) < ceiling < 2 * lg.offline_rate_per_s(system, mix)
@@ -321,7 +321,7 @@ def test_no_run_beats_the_compute_ceiling():
 
 def test_a_rate_ten_times_past_the_ceiling_is_refused_with_the_largest_allowed():
     system = lg.example_system()
-    ceiling = system.ceiling_rate_per_s(*lg.QueryMix().lengths(10_000))
+    ceiling = system.ceiling_rate_per_s(*lg.Workload().lengths(10_000))
     with pytest.raises(ValueError,
                        match=r"rate_per_s: 86,400\.0 queries/s .*give at most ") as refused:
         lg.run_scenario(system, "Server", rate_per_s=86_400.0, rules=TINY)
@@ -363,7 +363,7 @@ def test_rules_scale_and_validate():
 
 
 def test_query_mix_draws_are_prefix_consistent():
-    work = lg.QueryMix(seed=3)
+    work = lg.Workload(seed=3)
     p10, o10 = work.lengths(10)
     p99, o99 = work.lengths(99)
     assert np.array_equal(p10, p99[:10]) and np.array_equal(o10, o99[:10])
@@ -407,7 +407,7 @@ def test_server_count_is_whole_passes_past_the_minimum_duration():
 def test_chapter_rates_issue_what_the_issue_measured_with_loadgen():
     # At the chapter's former rates LoadGen issues 4 and 3 passes of 24,576, not 78,682
     # and 57,510 (issue 14, checked against the real LoadGen by its author).
-    work, rules = lg.QueryMix(), lg.mlperf_rules()
+    work, rules = lg.Workload(), lg.mlperf_rules()
     assert lg.server_query_count(131.1, work, rules) == 98_304
     assert lg.server_query_count(95.85, work, rules) == 73_728
     assert lg.server_query_count(131.1, work, replace(rules, equal_issue=False)) < 80_000

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from inferlab.data import load_table
-from inferlab.loadgen import QueryMix, mlperf_rules
+from inferlab.loadgen import Workload, mlperf_rules
 from inferlab.traffic import DatasetLengths, mlperf_input_lengths
 
 
@@ -37,7 +37,7 @@ def test_each_pass_issues_every_sample_once_in_a_fresh_order():
 
 
 def test_the_default_query_mix_draws_mlperfs_prompts():
-    mix = QueryMix()
+    mix = Workload()
     assert mix.prompt == mlperf_input_lengths()
     prompts, outputs = mix.lengths(mlperf_rules().dataset_samples)
     assert sorted(prompts) == sorted(mlperf_input_lengths().samples)
