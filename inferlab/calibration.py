@@ -131,7 +131,7 @@ class Stack:
                     "chunked_prefill": engine.chunked_prefill,
                     "scheduler_steps": engine.scheduler_steps,
                     "min_prefill_queries": engine.min_prefill_queries,
-                    "tp": None, "pp": None, "ep": None,
+                    "tp": None, "pp": None, "ep": None, "attention_dp": False,
                     "source": f"the engine built into stack {self.name!r}"}
         return engine_settings(self.engine_source, accelerator, scenario, benchmark)
 
@@ -249,7 +249,9 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str,
     ``max_num_batched_tokens``), ``chunked_prefill``, and where the engine has them
     ``scheduler_steps`` and ``min_prefill_queries`` (:class:`~inferlab.scheduler.Scheduler`),
     ``tp``, ``pp`` and ``ep``, the layout of each engine where the reference ran on
-    ``accelerator`` itself (else ``None``), plus ``source``. A chunked
+    ``accelerator`` itself (else ``None``), ``attention_dp`` (attention data-parallel over
+    the engine's ranks, whose batch and token settings are per rank, so the engine's are
+    ``tp`` times them), plus ``source``. A chunked
     engine can run at most one decode token per request per step, so its batch is
     capped at the token budget. "not recorded" chunking (v5.0 Interactive files) is
     taken as on, as the same engines' v5.1 files set it.
@@ -275,18 +277,22 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str,
                    if (row := rows.get(("llama2-70b", rnd, submitter, system, scenario)))]
     for row in candidates:
         chunked = row["chunked_prefill"] != "no"
-        batch = int(row["max_batch"])
-        budget = int(row["max_tokens_per_step"])
+        # With attention data-parallel each of the engine's ranks schedules its own
+        # requests, so the engine holds tp times the per-rank settings.
+        ranks = int(row["tp"]) if row["attention_dp"] == "yes" else 1
+        batch = int(row["max_batch"]) * ranks
+        budget = int(row["max_tokens_per_step"]) * ranks
         rounds = {name: 1 if _blank(row[name]) else int(row[name])
                   for name in ("scheduler_steps", "min_prefill_queries")}
         own = row["accelerator"] == accelerator
         return {"max_batch": min(batch, budget) if chunked else batch,
                 "token_budget": budget, "chunked_prefill": chunked, **rounds,
                 **{name: int(row[name]) if own else None for name in ("tp", "pp", "ep")},
+                "attention_dp": own and row["attention_dp"] == "yes",
                 "source": (f"{row['round']} {row['submitter']} {row['system']} {scenario}"
                            + ("" if row["benchmark"] == benchmark
                               else f" ({row['benchmark']}'s engine)"))}
-    return {**DEFAULT_ENGINE, "tp": None, "pp": None, "ep": None,
+    return {**DEFAULT_ENGINE, "tp": None, "pp": None, "ep": None, "attention_dp": False,
             "source": "the book's default engine"}
 
 

@@ -307,6 +307,9 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "pp": _integer(_Range(1, 64, "", "pipeline parallelism: 1 to 8 within a node")),
         "ep": _integer(_Range(1, 256, "", "expert parallelism within an engine: 1 for dense "
                                           "models")),
+        # Attention data-parallel over the engine's ranks (TensorRT-LLM's enable_attention_dp):
+        # each rank schedules its own requests, max_batch and max_tokens_per_step per rank.
+        "attention_dp": _text(allowed=("yes", "no")),
         "max_batch": _integer(_Range(1, 100_000, "sequences", "512 to 3,840 in the table")),
         "max_tokens_per_step": _integer(_Range(
             1, 10_000_000, "tokens", "256 to 65,536 in the table")),

@@ -376,11 +376,11 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                                 engine_benchmark)
     mean_prompt, mean_output = workload.mean_tokens()
     best = None
-    for tp, stages, experts in layouts:
+    for tp, stages, experts, attention_dp in layouts:
         rep = replica(spec, hw, tp, precision, pp=stages, ep=experts,
                       context_tokens=min(mean_prompt + mean_output / 2,
                                          spec.context_length_tokens),
-                      **stack.replica_parameters(hw, precision))
+                      attention_dp=attention_dp, **stack.replica_parameters(hw, precision))
         _check_request_fits(rep, workload)
         scheduler = stack.scheduler(hw.name, scenario, engine_benchmark)
         replicas = chips // (tp * stages)
@@ -412,7 +412,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
         if best is None or _better(candidate, best):
             best = candidate
     if best is None:
-        tp, stages, experts = layouts[0]
+        tp, stages, experts, _ = layouts[0]
         return Prediction(hw.name, chips, spec.name, precision, scenario, stack.name, tp,
                           chips // (tp * stages), 0.0, 0.0, "tokens/s", False, math.nan,
                           math.nan, 0, 0.0, tp_from, stages, experts, workload.name, judged)
@@ -459,7 +459,8 @@ def _steady_offline(system: System, workload: Workload, hw, spec, precision, sce
 
 def _layouts(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str, scenario: str,
              stack: Stack, tps, pp, ep: int, benchmark: str) -> tuple[list[tuple], str]:
-    """The ``(tp, pp, ep)`` layouts a prediction tries, and where they come from."""
+    """The ``(tp, pp, ep, attention_dp)`` layouts a prediction tries, and where they come
+    from."""
     if tps is not None:
         if isinstance(tps, (str, bytes)) or not hasattr(tps, "__iter__"):
             raise TypeError(f"tps: {tps!r} is not a list of widths")
@@ -470,22 +471,31 @@ def _layouts(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str, 
             if chips % tp:
                 raise ValueError(f"tps: width {tp} does not divide chips={chips}; give a "
                                  "divisor of the chip count")
-        found = layout_options(hw, chips, spec, precision, tps=widths, pp=pp)
+        # A given width without stages means no pipeline: the layout is the one asked for.
+        stages = pp or 1
         for tp in widths:
-            if all(tp != width for width, _ in found):
-                # The refusal of this very width, with its reason.
-                layout(spec, hw, precision, tp=tp, pp=pp or 1)
-        return [(tp, stages, ep) for tp, stages in found], "given"
+            if chips % (tp * stages):
+                raise ValueError(f"pp: {tp} x {stages} chips per replica do not divide "
+                                 f"chips={chips}; give stages whose product with tp divides it")
+            layout(spec, hw, precision, tp=tp, pp=stages)  # refuses with its reason
+        return [(tp, stages, ep, False) for tp in widths], "given"
     found = layout_options(hw, chips, spec, precision, pp=pp)
     engine = stack.engine(hw.name, scenario, benchmark)
-    own = (engine["tp"], engine["pp"] or 1)
-    if own in found and (pp is None or pp == own[1]):
-        experts = engine["ep"] or 1 if ep == 1 else ep
-        return [(own[0], own[1], experts)], f"the layout {engine['source']} ran"
-    # Keep one layout per stage count at the narrowest... every width that fits is tried.
-    label = ", ".join(f"tp={tp}" + (f" pp={stages}" if stages > 1 else "")
-                      for tp, stages in found)
-    return [(tp, stages, ep) for tp, stages in found], "the best of " + label
+    if engine["tp"] is not None and (pp is None or pp == (engine["pp"] or 1)):
+        own = (engine["tp"], engine["pp"] or 1)
+        try:
+            if chips % (own[0] * own[1]) == 0:
+                layout(spec, hw, precision, tp=own[0], pp=own[1])
+                experts = (engine["ep"] or 1) if ep == 1 else ep
+                return ([(*own, experts, engine["attention_dp"])],
+                        f"the layout {engine['source']} ran")
+        except Infeasible:
+            pass  # the submitter's layout does not fit this system: search instead
+    if all(stages == 1 for _, stages in found):
+        label = ", ".join(str(tp) for tp, _ in found)
+    else:
+        label = "tp x pp " + ", ".join(f"{tp}x{stages}" for tp, stages in found)
+    return [(tp, stages, ep, False) for tp, stages in found], "the best of " + label
 
 
 def _better(a: Prediction, b: Prediction) -> bool:

@@ -124,6 +124,8 @@ class Replica:
     link_bytes_per_s: float
     ep: int = 1
     stage_link_bytes_per_s: float = math.inf
+    attention_dp: bool = False
+    attention_peak_flop_per_s: float | None = None
 
     @property
     def tp(self) -> int:
@@ -152,10 +154,18 @@ class Replica:
         return self.peak_flop_per_s * self.compute_efficiency
 
     @property
+    def _attention_flops(self) -> float:
+        # Attention multiplies queries by the cache in the cache's format, whatever the
+        # weights' (FP8 for FP4 weights on Blackwell).
+        peak = (self.peak_flop_per_s if self.attention_peak_flop_per_s is None
+                else self.attention_peak_flop_per_s)
+        return peak * self.compute_efficiency
+
+    @property
     def kv_s_per_token(self) -> float:
         """Seconds of attention per token of context read (the larger of bytes and FLOPs)."""
         return max(self.kv_bytes_per_token / self._bandwidth,
-                   self.attention_flop_per_pair / self._flops)
+                   self.attention_flop_per_pair / self._attention_flops)
 
     # ---- the pieces of a step (numbers or NumPy arrays) -----------------------------
 
@@ -181,7 +191,8 @@ class Replica:
         (query, cached token) pairs of arithmetic (default: one per token read, as in decode)."""
         read = self.kv_bytes_per_token * np.asarray(context_tokens, dtype=float) / self._bandwidth
         pairs = context_tokens if attention_pairs is None else attention_pairs
-        work = self.attention_flop_per_pair * np.asarray(pairs, dtype=float) / self._flops
+        work = (self.attention_flop_per_pair * np.asarray(pairs, dtype=float)
+                / self._attention_flops)
         return np.maximum(read, work)
 
     def memory_s(self, context_tokens, tokens=1):
@@ -209,8 +220,10 @@ class Replica:
         latency = self.allreduce_latency_s
         per_token = model.hidden_size * ACTIVATION_BYTES / self.link_bytes_per_s
         moe = model.moe_layers if self.ep > 1 else 0
-        groups = ((self.tp, model.layers + model.layers - moe),  # attention + MLP all-reduces
-                  (self.tp // self.ep, moe))                     # experts shared by tp / ep
+        # Attention data-parallel over the ranks needs no attention all-reduce.
+        attention = 0 if self.attention_dp else model.layers
+        groups = ((self.tp, attention + model.layers - moe),  # attention + MLP all-reduces
+                  (self.tp // self.ep, moe))                  # experts shared by tp / ep
         groups = tuple((p, count) for p, count in groups if p > 1 and count)
         coefficients = tuple((count, (p - 1) * per_token, 2 * (p - 1) / p * per_token)
                              for p, count in groups)
@@ -250,7 +263,7 @@ class Replica:
         flops, bandwidth = self._flops, self._bandwidth
         matmul = self.flop_per_token / flops
         kv_read = self.kv_bytes_per_token / bandwidth
-        pair = self.attention_flop_per_pair / flops
+        pair = self.attention_flop_per_pair / self._attention_flops
         hidden = 1 - self.overlap
         fixed = self.step_overhead_s
         model = self.layout.model
@@ -375,6 +388,7 @@ def replica(
     reserve_fraction: float = ACTIVATION_RESERVE_FRACTION,
     peak_flop_per_s_per_chip: float | None = None,
     context_tokens: float | None = None,
+    attention_dp: bool = False,
 ) -> Replica:
     """Build the step-time model of ``model`` on ``tp x pp`` chips of ``chip`` at ``precision``.
 
@@ -394,7 +408,9 @@ def replica(
     chips of each stage's ``tp`` hold whole experts of a mixture (``ep`` divides ``tp``
     and the expert count; 1 for none). ``context_tokens`` is a typical request's context,
     at which the cache's per-token rate is taken for a model with sliding-window layers
-    (default: the model's whole context, the most a request can hold).
+    (default: the model's whole context, the most a request can hold). ``attention_dp``
+    runs attention data-parallel over the ``tp`` chips (each holds its own requests'
+    cache whole), so no all-reduce follows it; the other layers stay tensor-parallel.
 
     The defaults (efficiencies 1, overlap 1, no overhead, no latency) are the ideal
     machine; :mod:`inferlab.calibration` holds fitted stacks.
@@ -415,8 +431,10 @@ def replica(
     allreduce_latency_s = checks.non_negative("allreduce_latency_s", allreduce_latency_s)
     if peak_flop_per_s_per_chip is None:
         peak = sustained_flop_per_s(hw, precision)
+        attention_peak = _attention_peak(hw, lay.kv_precision, peak)
     else:
         peak = checks.positive("peak_flop_per_s_per_chip", peak_flop_per_s_per_chip)
+        attention_peak = peak
     per_token = lay.kv_bytes_per_token_per_chip * lay.chips
     if spec.sliding_layers:
         typical = (spec.context_length_tokens if context_tokens is None
@@ -449,7 +467,19 @@ def replica(
         link_bytes_per_s=hw.link_bytes_per_s if tp > 1 else math.inf,
         ep=ep,
         stage_link_bytes_per_s=stage_link,
+        attention_dp=checks.instance("attention_dp", attention_dp, bool),
+        attention_peak_flop_per_s=tp * attention_peak,
     )
+
+
+def _attention_peak(chip: specs.Chip, kv_precision: str, weights_peak: float) -> float:
+    """The dense rate attention runs at: the chip's at the cache's format, or the weights'
+    where the table gives none for that format."""
+    try:
+        rate = sustained_flop_per_s(chip, kv_precision)
+    except ValueError:
+        return weights_peak
+    return rate if math.isfinite(rate) else weights_peak
 
 
 # --------------------------------------------------------------------------------------

@@ -90,10 +90,13 @@ def test_tensor_parallel_options_fit_and_divide_the_system():
 
 
 def test_unknown_model_and_scenario_are_refused():
-    with pytest.raises(ValueError, match="model"):
-        predict("NVIDIA H200 SXM", 8, "Llama 3.1 8B")
+    with pytest.raises(ValueError, match="model: unknown model 'Llama 9'; known: Llama 2 7B"):
+        predict("NVIDIA H200 SXM", 8, "Llama 9")
     with pytest.raises(ValueError, match="scenario"):
         predict("NVIDIA H200 SXM", 8, scenario="Burst")
+    # A model MLPerf has no benchmark for has no data set to default to: it needs lengths.
+    with pytest.raises(ValueError, match="workload: Qwen3 30B-A3B has no MLPerf data set"):
+        predict("NVIDIA H200 SXM", 8, "Qwen3 30B-A3B")
 
 
 def test_peak_batch_counts_queries_in_flight_per_replica():
