@@ -36,65 +36,38 @@ import math
 import statistics
 import time
 
-from inferlab.calibration import bound_share, row_key, scenario_pairs, stack, stacks
+from inferlab.accuracy import HELD_OUT, median_abs_error, row_groups, score
+from inferlab.calibration import bound_share, scenario_pairs, stack, stacks
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible
-from inferlab.loadgen import BENCHMARK_MODELS, mlperf_rules
+from inferlab.loadgen import mlperf_rules
 from inferlab.predict import FIT_RULES, predict
-
-#: The benchmarks held out whole, in the order they are scored.
-HELD_OUT = ("llama3.1-8b", "llama3.1-405b", "mixtral-8x7b", "deepseek-r1")
 
 #: The target for every Server-to-Interactive drop, as a fraction (8 percentage points).
 DROP_TARGET = 0.08
 
 
-def groups(table):
-    """The modelled groups ``{key: [rows]}`` and the skipped rows ``[(id, reason)]``."""
-    found, skipped = {}, []
-    for row in table.to_dict("records"):
-        key, reason = row_key(row)
-        if key is None:
-            skipped.append((row["id"], reason))
-        else:
-            found.setdefault(key, []).append(row)
-    return found, skipped
-
-
-def held_out(benchmark: str, stacks_wanted) -> tuple[float, int, int]:
+def held_out(benchmark: str, stacks_wanted) -> None:
     """Predict every group of one held-out benchmark; print each and its score line."""
-    table = load_table("mlperf_llm_results")
-    table = table[table["benchmark"] == benchmark]
-    found, skipped = groups(table)
-    errors, rows_used = [], 0
     start = time.perf_counter()
-    for key, rows in sorted(found.items()):
-        chip, chips, precision, scenario, name = key
-        if stacks_wanted and name not in stacks_wanted:
-            continue
-        reported = statistics.median(row["tokens_per_s"] for row in rows)
-        try:
-            result = predict(chip, chips, BENCHMARK_MODELS[benchmark], precision, scenario,
-                             workload=benchmark, stack=stack(name))
-        except (Infeasible, ValueError) as error:
-            skipped.extend((row["id"], f"not predicted: {error}") for row in rows)
-            continue
-        error = result.tokens_per_s / reported - 1
-        errors.append(abs(error))
-        rows_used += len(rows)
-        layout = f"tp={result.tp}" + (f" pp={result.pp}" if result.pp > 1 else "") + (
-            f" ep={result.ep}" if result.ep > 1 else "")
+
+    def show(entry) -> None:
+        chip, chips, precision, scenario, name = entry.key
+        found = entry.prediction
+        layout = f"tp={found.tp}" + (f" pp={found.pp}" if found.pp > 1 else "") + (
+            f" ep={found.ep}" if found.ep > 1 else "")
         print(f"held out  {benchmark:<14s} {chips:3d} x {chip:<24s} {precision} "
-              f"{scenario:<11s} reported {reported:10,.0f} ({len(rows)} rows) modelled "
-              f"{result.tokens_per_s:10,.0f} {error:+6.1%} {layout} ({name}; "
-              f"{'valid' if result.valid else 'INVALID'})", flush=True)
+              f"{scenario:<11s} reported {entry.reported_tok_s:10,.0f} ({len(entry.rows)} "
+              f"rows) modelled {found.tokens_per_s:10,.0f} {entry.error:+6.1%} {layout} "
+              f"({name}; {'valid' if found.valid else 'INVALID'})", flush=True)
+
+    scored, skipped = score(benchmark, stack_names=stacks_wanted, on_group=show)
     for row_id, reason in skipped:
         print(f"skipped {row_id}: {reason}")
-    median = statistics.median(errors) if errors else math.nan
-    print(f"predicted {len(errors)} {benchmark} groups in {time.perf_counter() - start:.0f} s")
-    print(f"benchmark={benchmark} median_abs_error={median:.3f} groups={len(errors)} "
-          f"rows={rows_used}", flush=True)
-    return median, len(errors), rows_used
+    print(f"predicted {len(scored)} {benchmark} groups in {time.perf_counter() - start:.0f} s")
+    median = median_abs_error(scored) if scored else math.nan
+    print(f"benchmark={benchmark} median_abs_error={median:.3f} groups={len(scored)} "
+          f"rows={sum(len(entry.rows) for entry in scored)}", flush=True)
 
 
 def main() -> None:
@@ -121,7 +94,7 @@ def fitted_benchmark(args) -> None:
     """Llama 2 70B, where the stacks are fitted: every group, the drops and the windows."""
     table = load_table("mlperf_llama2_70b")
     fitted = {row_id for known in stacks().values() for row_id in known.fitted_on}
-    found, skipped = groups(table)
+    found, skipped = row_groups(table)
     predicted, medians, scored = {}, {}, []
     start = time.perf_counter()
     for key, rows in sorted(found.items()):

@@ -14,3 +14,15 @@ TIKTOKEN_CACHE_DIR = Path(__file__).resolve().parent / "tiktoken_cache"
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE_DIR))
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """Import a submodule on first use, so that ``import inferlab`` then
+    ``inferlab.predict(...)`` (the predictor, callable) or ``inferlab.workload.Workload``
+    work without importing every module at start-up."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec(f"{__name__}.{name}") is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(f"{__name__}.{name}")

@@ -258,8 +258,8 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str,
 
     For another MLPerf ``benchmark`` than Llama 2 70B, a submission's configuration for
     that benchmark on ``accelerator`` is taken where ``data/mlperf_engine_configs.csv`` has
-    one (the reference submitter's first, then the newest round), else the reference's
-    Llama 2 70B engine. Stacks or scenarios without a reference get :data:`DEFAULT_ENGINE`.
+    one (the reference submitter's first, then the newest round), else the same
+    benchmark's on the stack's reference chip, else the reference's Llama 2 70B engine. Stacks or scenarios without a reference get :data:`DEFAULT_ENGINE`.
     """
     references = ENGINE_REFERENCE.get(stack_name, {})
     systems = references.get(accelerator, references.get(None, ()))
@@ -272,6 +272,16 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str,
         candidates = sorted(
             (row for key, row in rows.items()
              if key[0] == benchmark and key[4] == scenario and row["accelerator"] == accelerator),
+            key=lambda row: (row["submitter"] in submitters, row["round"]), reverse=True)
+        # A chip nobody tuned this benchmark for takes the benchmark's engine on the stack's
+        # own reference chip: batch and step limits are tuned to the model more than to
+        # the chip, and its width is searched anew (another chip's says nothing here).
+        home = {row["accelerator"] for key, row in rows.items()
+                if key[1:4] in set(references.get(None, ()))}
+        candidates += sorted(
+            (row for key, row in rows.items()
+             if key[0] == benchmark and key[4] == scenario and row["accelerator"] in home
+             and row["accelerator"] != accelerator),
             key=lambda row: (row["submitter"] in submitters, row["round"]), reverse=True)
     candidates += [row for rnd, submitter, system in systems
                    if (row := rows.get(("llama2-70b", rnd, submitter, system, scenario)))]

@@ -344,6 +344,11 @@ GOOD = {
     "charts.contexts": [256.0, 512.0], "charts.ratios": [1.0, 1.2], "charts.bandwidth_ratio": 1.4,
     "charts.claim": 1.5, "charts.audited": [1.3], "charts.span": (300.0, 600.0),
     "model_name": "Llama 3.1 8B", "input_tokens": 64,
+    "accuracy.benchmark": "deepseek-r1", "accuracy.scenarios": ("Offline",),
+    "accuracy.row_groups.table": lambda: __import__("inferlab.accuracy").accuracy.audited_rows(
+        "deepseek-r1"),
+    "accuracy.median_abs_error.scored": lambda: __import__("inferlab.accuracy").accuracy.score(
+        "deepseek-r1", scenarios=("Offline",))[0],
     "calibration.Stack.compute_efficiency": 0.5, "calibration.Stack.step_overhead_s": 0.01,
     "workload.check_fits_context.context_tokens": 4096,
     "workload.Workload.dataset.name": "llama3.1-8b", "workload.dataset_lengths.name": "mixtral-8x7b",

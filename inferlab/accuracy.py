@@ -1,0 +1,119 @@
+"""The serving model against audited MLPerf results: which configurations it predicts, and how well.
+
+Several submitters often run the same configuration (eight H200s, the same stack, the same
+format and scenario). The model cannot tell their rows apart, so it predicts each such
+*group* once (:func:`inferlab.calibration.row_key`) and compares the prediction with the
+median of the group's reported results: a configuration many vendors submitted counts
+once. A group holding a row a stack was fitted on is *fitted*; every other group, and every
+group of a benchmark other than Llama 2 70B, is *held out*.
+
+Llama 2 70B's rows are ``data/mlperf_llama2_70b.csv``; the other LLM benchmarks' rows
+(Llama 3.1 8B, Llama 3.1 405B, Mixtral 8x7B, DeepSeek-R1) are
+``data/mlperf_llm_results.csv``. Each benchmark is predicted on its own data set
+(:meth:`inferlab.workload.Workload.dataset`) under MLPerf's rules for it, or a scaled copy
+of them for a page that must build quickly.
+
+Used by ``benchmarks/model_accuracy.py`` and chapter 'Batching'.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from inferlab import checks
+from inferlab.calibration import row_key, stack, stacks
+from inferlab.data import load_table
+from inferlab.feasibility import Infeasible
+from inferlab.loadgen import BENCHMARK_MODELS, SCENARIOS, mlperf_rules
+from inferlab.predict import Prediction, predict
+
+#: The benchmarks no number of the model was fitted on, in the order they are scored.
+HELD_OUT = ("llama3.1-8b", "llama3.1-405b", "mixtral-8x7b", "deepseek-r1")
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One group's prediction against the median of its reported results.
+
+    ``key`` is ``(accelerator, accelerators, precision, scenario, stack)``; ``rows`` the
+    ids of the audited rows in the group; ``fitted`` whether a stack was fitted on one
+    of them.
+    """
+
+    benchmark: str
+    key: tuple
+    rows: tuple[str, ...]
+    reported_tok_s: float
+    prediction: Prediction
+    fitted: bool
+
+    @property
+    def error(self) -> float:
+        """Predicted over reported, less one."""
+        return self.prediction.tokens_per_s / self.reported_tok_s - 1
+
+
+def audited_rows(benchmark: str):
+    """The audited rows of ``benchmark`` (one of ``llama2-70b`` and :data:`HELD_OUT`)."""
+    checks.option("benchmark", benchmark, ("llama2-70b", *HELD_OUT))
+    if benchmark == "llama2-70b":
+        return load_table("mlperf_llama2_70b")
+    table = load_table("mlperf_llm_results")
+    return table[table["benchmark"] == benchmark]
+
+
+def row_groups(table) -> tuple[dict[tuple, list[dict]], list[tuple[str, str]]]:
+    """The modelled groups ``{key: [rows]}`` of an audited table and the skipped rows
+    ``[(id, reason)]`` (software the book does not model, a chip it has no specs for)."""
+    found, skipped = {}, []
+    for row in table.to_dict("records"):
+        key, reason = row_key(row)
+        if key is None:
+            skipped.append((row["id"], reason))
+        else:
+            found.setdefault(key, []).append(row)
+    return found, skipped
+
+
+def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_names=None,
+          on_group=None) -> tuple[list[Scored], list[tuple[str, str]]]:
+    """Predict every group of ``benchmark`` in ``scenarios`` and pair it with its median.
+
+    ``scale`` shortens MLPerf's runs (:func:`inferlab.loadgen.mlperf_rules`);
+    ``stack_names`` keeps only those stacks' groups. ``on_group``, if given, sees each
+    :class:`Scored` as it is computed (a benchmark prints it). Returns the scored groups
+    and the skipped rows with their reasons, a refused prediction among them.
+    """
+    rows = audited_rows(benchmark)
+    scale = checks.fraction("scale", scale, low_open=True)
+    fitted_ids = {row_id for known in stacks().values() for row_id in known.fitted_on}
+    found, skipped = row_groups(rows)
+    model = BENCHMARK_MODELS[benchmark]
+    rules = mlperf_rules(benchmark, scale=scale)
+    scored = []
+    for key, group in sorted(found.items()):
+        chip, chips, precision, scenario, name = key
+        if scenario not in scenarios or (stack_names and name not in stack_names):
+            continue
+        try:
+            result = predict(chip, chips, model, precision, scenario, workload=benchmark,
+                             stack=stack(name), rules=rules)
+        except (Infeasible, ValueError) as error:
+            skipped.extend((row["id"], f"not predicted: {error}") for row in group)
+            continue
+        entry = Scored(benchmark, key, tuple(row["id"] for row in group),
+                       statistics.median(row["tokens_per_s"] for row in group), result,
+                       any(row["id"] in fitted_ids for row in group))
+        scored.append(entry)
+        if on_group is not None:
+            on_group(entry)
+    return scored, skipped
+
+
+def median_abs_error(scored) -> float:
+    """The median absolute error over the held-out groups of ``scored`` (each counted once)."""
+    errors = [abs(entry.error) for entry in scored if not entry.fitted]
+    if not errors:
+        raise ValueError("scored: no held-out group to take a median of")
+    return statistics.median(errors)
