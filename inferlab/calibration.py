@@ -259,7 +259,8 @@ def engine_settings(stack_name: str, accelerator: str, scenario: str,
     For another MLPerf ``benchmark`` than Llama 2 70B, a submission's configuration for
     that benchmark on ``accelerator`` is taken where ``data/mlperf_engine_configs.csv`` has
     one (the reference submitter's first, then the newest round), else the same
-    benchmark's on the stack's reference chip, else the reference's Llama 2 70B engine. Stacks or scenarios without a reference get :data:`DEFAULT_ENGINE`.
+    benchmark's on the stack's reference chip, else the reference's Llama 2 70B engine.
+    Stacks or scenarios without a reference get :data:`DEFAULT_ENGINE`.
     """
     references = ENGINE_REFERENCE.get(stack_name, {})
     systems = references.get(accelerator, references.get(None, ()))

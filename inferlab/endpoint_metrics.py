@@ -1,6 +1,6 @@
 """One trace, six definitions: each benchmark tool's metrics, computed from the same run.
 
-Every function here is pure: it reads :class:`inferlab.loadclient.RequestTrace`
+Every function here is pure: it reads :class:`inferlab.traces.RequestTrace`
 objects (send time, each streamed chunk's arrival time and text, the server's
 usage) and applies one tool's definition as its source code computes it. Times
 are seconds, rates tokens per second. A *choice chunk* is a streamed event that
@@ -74,7 +74,7 @@ InferenceMAX (SemiAnalysis)
 
 The readers at the end (:func:`read_aiperf_raw`, :func:`read_guidellm`,
 :func:`read_vllm_bench`, :func:`read_llmperf`) turn each tool's saved per-request
-records into the book's :class:`~inferlab.loadclient.Trace`, so every definition
+records into the book's :class:`~inferlab.traces.Trace`, so every definition
 can be applied to a run any of them recorded.
 
 Used in the endpoint lab.
@@ -91,9 +91,9 @@ from pathlib import Path
 import numpy as np
 
 from inferlab import checks
-from inferlab.loadclient import RequestTrace, Trace
 from inferlab.loadgen import LatencyBounds, loadgen_percentile
 from inferlab.tokenizers import get_tokenizer
+from inferlab.traces import RequestTrace, Trace
 
 #: The tokenizer LLMPerf counts every model's output with (Llama 1/2's, 32,000 ids).
 LLMPERF_TOKENIZER = "llama2"

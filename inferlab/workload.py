@@ -152,7 +152,7 @@ class Workload:
 
     @classmethod
     def from_trace(cls, trace, *, seed: int = 0, name: str = "") -> Workload:
-        """The requests of a recorded run (a :class:`inferlab.loadclient.Trace`).
+        """The requests of a recorded run (a :class:`inferlab.traces.Trace`).
 
         Each succeeded request gives its prompt length (the server's count, else the
         client's), its output length (the server's count) and its send time. Raises
@@ -271,7 +271,7 @@ def _dataset_pairs(name: str) -> tuple[tuple[int, int], ...]:
         outputs = rows["output_tokens"].to_numpy(dtype=np.int64)
     # At least two output tokens (LoadGen has no time per output token for a one-token
     # answer), at most the benchmark's own cap.
-    outputs = np.clip(outputs, MIN_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS.get(name, None))
+    outputs = np.clip(outputs, MIN_OUTPUT_TOKENS, MAX_OUTPUT_TOKENS.get(name))
     counts = rows["samples"].to_numpy(dtype=np.int64)
     return tuple((int(p), int(o)) for p, o, c in zip(prompts, outputs, counts, strict=True)
                  for _ in range(c))

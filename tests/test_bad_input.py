@@ -351,7 +351,8 @@ GOOD = {
         "deepseek-r1", scenarios=("Offline",))[0],
     "calibration.Stack.compute_efficiency": 0.5, "calibration.Stack.step_overhead_s": 0.01,
     "workload.check_fits_context.context_tokens": 4096,
-    "workload.Workload.dataset.name": "llama3.1-8b", "workload.dataset_lengths.name": "mixtral-8x7b",
+    "workload.Workload.dataset.name": "llama3.1-8b",
+    "workload.dataset_lengths.name": "mixtral-8x7b",
     "trace": lambda: __import__("inferlab.endpoint_metrics").endpoint_metrics.read_guidellm(
         TRACES / "guidellm_chat_c2" / "benchmarks.json"),
     "endpoint_metrics.read_trace.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
