@@ -18,7 +18,10 @@ Interactive result fits only its efficiency and borrows its successor's fixed co
 - ``step_overhead_s`` is fitted so that the stack's *latency-bound* anchor
   (Interactive where the stack has one, else Server) is reproduced: a fixed cost
   is negligible in a 100 ms Server step and a large share of a 30 ms Interactive
-  step, so it is what the latency bound measures;
+  step, so it is what the latency bound measures. It is taken to be paid once per
+  layer (kernel launches and the small kernels between the matrix multiplies), so a
+  model of another depth pays it in proportion (:meth:`Stack.step_overhead_on`): an
+  assumption about its structure, not a number fitted on the other model;
 - ``clock_share`` is fitted, for TensorRT-LLM at FP8, on a latency-bound result of
   a card that runs its full-power part's die at a lower clock (the H200 NVL): the
   fixed cost was fitted on full-clock chips, and on such a card the share of it
@@ -55,6 +58,10 @@ from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
 from inferlab.data import load_table
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.roofline import clock_slowdown
+
+#: The model every stack is fitted on (MLPerf's Llama 2 70B benchmark); every other model
+#: is a prediction.
+FITTED_MODEL = "Llama 2 70B"
 
 #: Parameters every stack shares, assumed rather than fitted (see the module docstring).
 ASSUMED = {"memory_efficiency": 0.8, "overlap": 1.0, "allreduce_latency_s": 5e-6}
@@ -135,24 +142,33 @@ class Stack:
                     "source": f"the engine built into stack {self.name!r}"}
         return engine_settings(self.engine_source, accelerator, scenario, benchmark)
 
-    def step_overhead_on(self, chip, precision: str) -> float:
-        """The fixed cost per step on ``chip`` at ``precision``: ``step_overhead_s`` as fitted
-        on a full-clock chip, with its ``clock_share`` (the GPU time of the small kernels)
-        stretched by the chip's :func:`~inferlab.roofline.clock_slowdown`::
+    def step_overhead_on(self, chip, precision: str, model=None) -> float:
+        """The fixed cost per step of ``model`` on ``chip`` at ``precision``.
 
-            step_overhead_s x (1 - clock_share + clock_share x slowdown)
+        ``step_overhead_s`` is fitted on :data:`FITTED_MODEL` on a full-clock chip. It is
+        taken as a cost per layer (the launches and small kernels between the matrix
+        multiplies run once per layer, whatever the batch), so another model (a name or a
+        :class:`~inferlab.specs.ModelSpec`; default the fitted one) pays it for its own
+        layers; its ``clock_share`` (the GPU time of those small kernels) is stretched by
+        the chip's :func:`~inferlab.roofline.clock_slowdown`::
+
+            step_overhead_s x layers / fitted layers
+                            x (1 - clock_share + clock_share x slowdown)
         """
         share = checks.fraction("clock_share", self.clock_share)
         slowdown = clock_slowdown(chip, precision)
-        return self.step_overhead_s * (1 - share + share * slowdown)
+        depth = specs.as_model(FITTED_MODEL if model is None else model).layers
+        layers = depth / specs.model(FITTED_MODEL).layers
+        return self.step_overhead_s * layers * (1 - share + share * slowdown)
 
-    def replica_parameters(self, chip, precision: str) -> dict[str, float]:
+    def replica_parameters(self, chip, precision: str, model=None) -> dict[str, float]:
         """The keyword arguments :func:`inferlab.steptime.replica` takes from a stack, for
-        a replica of ``chip`` at ``precision`` (:meth:`step_overhead_on`)."""
+        a replica of ``model`` (default :data:`FITTED_MODEL`) on ``chip`` at ``precision``
+        (:meth:`step_overhead_on`)."""
         return {"memory_efficiency": self.memory_efficiency,
                 "compute_efficiency": self.compute_efficiency,
                 "overlap": self.overlap,
-                "step_overhead_s": self.step_overhead_on(chip, precision),
+                "step_overhead_s": self.step_overhead_on(chip, precision, model),
                 "allreduce_latency_s": self.allreduce_latency_s,
                 "reserve_fraction": 1 - self.memory_fraction}
 

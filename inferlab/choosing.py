@@ -1168,7 +1168,8 @@ def _hbm_slo(candidate: Candidate, service: Service, count: int) -> SloThroughpu
     best = None
     for tp in widths:
         rep = replica(service.model, candidate.chip, tp, candidate.precision,
-                      **stack.replica_parameters(candidate.chip, candidate.precision))
+                      **stack.replica_parameters(candidate.chip, candidate.precision,
+                                                 service.model))
         try:
             rep.layout.check(1, longest)
         except Infeasible:
@@ -1203,7 +1204,8 @@ def _hbm_slo(candidate: Candidate, service: Service, count: int) -> SloThroughpu
             best = found
     # The fastest single stream: batch 1 over the widest split the system allows.
     widest = replica(service.model, candidate.chip, widths[-1], candidate.precision,
-                     **stack.replica_parameters(candidate.chip, candidate.precision))
+                     **stack.replica_parameters(candidate.chip, candidate.precision,
+                                                service.model))
     batch1 = 1.0 / float(widest.decode_step_s(1, service.context_tokens))
     return replace(best, batch1_tok_s=batch1)
 

@@ -1063,6 +1063,15 @@ def _most_rate_per_s(system: System, workload: Workload) -> float:
     return MAX_OVERLOAD * system.ceiling_rate_per_s(*workload.lengths(CEILING_SAMPLE))
 
 
+def _held_rate_per_s(rules: RunRules) -> float:
+    """The highest Server rate whose run, by :func:`server_query_count`'s estimate with a
+    tenth to spare, holds no more than :data:`MAX_QUERIES` queries."""
+    if rules.min_duration_s == 0:
+        return math.inf
+    extra = rules.dataset_samples if rules.equal_issue else 0
+    return 0.9 * (MAX_QUERIES - extra - 16) / (1.2 * rules.min_duration_s)
+
+
 def _single_stream(system: System, workload: Workload, n: int) -> QueryLog:
     """The first ``n`` queries of the workload, one at a time on one replica."""
     prompts, outputs = workload.lengths(n)
@@ -1211,8 +1220,9 @@ def find_server_rate(system: System, scenario: str = "Server", *,
         return summary.valid, summary
 
     # A very short run can pass far past saturation; the doubling stops where
-    # run_scenario would refuse the rate.
-    most = _most_rate_per_s(system, workload)
+    # run_scenario would refuse the rate, or where its run would hold more queries
+    # than a run may.
+    most = min(_most_rate_per_s(system, workload), _held_rate_per_s(rules))
     with closing(ticks):
         low, passing = 0.0, None
         while not given and low < most:

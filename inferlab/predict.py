@@ -380,7 +380,8 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
         rep = replica(spec, hw, tp, precision, pp=stages, ep=experts,
                       context_tokens=min(mean_prompt + mean_output / 2,
                                          spec.context_length_tokens),
-                      attention_dp=attention_dp, **stack.replica_parameters(hw, precision))
+                      attention_dp=attention_dp,
+                      **stack.replica_parameters(hw, precision, spec))
         _check_request_fits(rep, workload)
         scheduler = stack.scheduler(hw.name, scenario, engine_benchmark)
         replicas = chips // (tp * stages)

@@ -128,7 +128,7 @@ def test_more_output_never_lifts_throughput_past_the_decode_bound():
     # batch / decode_step(batch, prompt) output tokens per second, whatever the output.
     prompt = 1000
     rep = replica("Llama 3.1 8B", H200, 1, "fp8",
-                  **stack_for(H200, "fp8").replica_parameters(H200, "fp8"))
+                  **stack_for(H200, "fp8").replica_parameters(H200, "fp8", "Llama 3.1 8B"))
     engine = stack_for(H200, "fp8").scheduler(H200, "Offline")
     most = min(engine.max_batch, rep.kv_capacity_tokens // (prompt + 1))
     bound = 8 * max(b / rep.decode_step_s(b, prompt) for b in range(1, most + 1))
