@@ -497,8 +497,9 @@ class Reason:
 
 
 @dataclass(frozen=True)
-class Workload:
-    """What a deployment needs.
+class Requirements:
+    """What a deployment needs (the traffic's lengths are an
+    :class:`inferlab.workload.Workload`; this is the service around them).
 
     ``per_user_tok_s``: the decode rate each user must see; ``tail_ratio_max``: the
     largest p99/p50 of time per output token the service level allows;
@@ -553,7 +554,7 @@ class Verdict:
 class Decision:
     """The verdict of every family for one workload."""
 
-    workload: Workload
+    requirements: Requirements
     verdicts: tuple[Verdict, ...]
 
     @property
@@ -640,9 +641,9 @@ def _tail(family: str, allowed: float) -> Reason:
                   label=f"tail p99/p50 {ratio:.2f} {'within' if within else 'over'} {allowed:g}")
 
 
-def _compile(workload: Workload) -> Reason:
-    cost = recompile_cost(workload.changes_per_month)
-    return Reason(f"recompiling {cost.shapes} shapes {workload.changes_per_month:g} times a "
+def _compile(requirements: Requirements) -> Reason:
+    cost = recompile_cost(requirements.changes_per_month)
+    return Reason(f"recompiling {cost.shapes} shapes {requirements.changes_per_month:g} times a "
                   f"month (at an assumed {COMPILE_S_PER_SHAPE / 60:g} min per shape) within "
                   f"{MAX_COMPILE_FRACTION:.0%} of the month", cost.fraction_of_month,
                   "of the month", "choosing.recompile_cost",
@@ -650,8 +651,8 @@ def _compile(workload: Workload) -> Reason:
                   label=f"compiling takes {cost.fraction_of_month:.1%} of the month")
 
 
-def decide(workload: Workload | None = None, **values) -> Decision:
-    """Which families fit ``workload`` (or a :class:`Workload` built from ``values``), and why.
+def decide(requirements: Requirements | None = None, **values) -> Decision:
+    """Which families fit ``requirements`` (or a :class:`Requirements` built from ``values``), and why.
 
     Rules, each reason carrying the number it was decided on (:class:`Reason`):
 
@@ -677,16 +678,16 @@ def decide(workload: Workload | None = None, **values) -> Decision:
 
     Used in chapter 'Choosing hardware'.
     """
-    if workload is None:
-        workload = Workload(**values)
+    if requirements is None:
+        requirements = Requirements(**values)
     elif values:
-        raise ValueError(f"values: give a workload or values, not both ({', '.join(values)})")
-    need = workload.per_user_tok_s
-    context = workload.context_tokens
+        raise ValueError(f"values: give a requirements or values, not both ({', '.join(values)})")
+    need = requirements.per_user_tok_s
+    context = requirements.context_tokens
     floors, refusals = {}, {}
     for family in FAMILIES:
         try:
-            floors[family] = family_floor(workload.model, family, workload.precision,
+            floors[family] = family_floor(requirements.model, family, requirements.precision,
                                           context_tokens=context)
         except Infeasible as refusal:
             floors[family], refusals[family] = None, refusal
@@ -696,30 +697,30 @@ def decide(workload: Workload | None = None, **values) -> Decision:
     verdicts = []
     for family in FAMILIES:
         floor = floors[family]
-        hold = fewest_chips(workload.model, FAMILY_CHIPS[family], workload.precision,
+        hold = fewest_chips(requirements.model, FAMILY_CHIPS[family], requirements.precision,
                             context_tokens=context)
         if floor is None:
             reasons = [_refused(refusals[family], hold)]
         else:
             reasons = [_holds(floor, context), _speed(floor, need)]
-        reasons.append(_tail(family, workload.tail_ratio_max))
-        if family == "dataflow" and workload.tail_ratio_max >= gpu_ratio:
+        reasons.append(_tail(family, requirements.tail_ratio_max))
+        if family == "dataflow" and requirements.tail_ratio_max >= gpu_ratio:
             reasons[-1] = Reason("tail bound is loose (no family's tail matters)",
-                                 workload.tail_ratio_max, "p99/p50 TPOT allowed",
+                                 requirements.tail_ratio_max, "p99/p50 TPOT allowed",
                                  "simulator.simulate", True, label="tail bound is loose")
         if NEEDS_COMPILE[family]:
-            reasons.append(_compile(workload))
+            reasons.append(_compile(requirements))
         if family == "fixed-function":
-            capacity = node_daily_tokens(workload.model, workload.precision,
-                                         workload.context_tokens)
-            share = workload.tokens_per_day / capacity if capacity > 0 else math.inf
+            capacity = node_daily_tokens(requirements.model, requirements.precision,
+                                         requirements.context_tokens)
+            share = requirements.tokens_per_day / capacity if capacity > 0 else math.inf
             reasons.append(Reason(f"volume fills one node (capacity {capacity:,.3g} tok/day) "
                                   f"to at least {MIN_NODE_UTILISATION:.0%}", share,
                                   "of a node", "choosing.node_daily_tokens",
                                   share >= MIN_NODE_UTILISATION,
                                   label=f"volume fills {share:.0%} of one node"))
             top = SIM_FIXED_SHAPE.prompt_buckets[-1]
-            prompt = workload.prompt
+            prompt = requirements.prompt
             capped = Lengths(prompt.mean_tokens, prompt.cv, prompt.min_tokens,
                              min(prompt.max_tokens or top, top))
             waste = padding_waste(capped, SIM_FIXED_SHAPE.prompt_buckets, n=4000)
@@ -728,7 +729,7 @@ def decide(workload: Workload | None = None, **values) -> Decision:
                                   label=f"{waste.fraction:.0%} of prefill is padding"))
         if family in ("lpu", "dataflow"):
             faster = need > gpu_attainable
-            tighter = workload.tail_ratio_max < gpu_ratio
+            tighter = requirements.tail_ratio_max < gpu_ratio
             reasons.append(Reason(f"needs what a GPU node cannot give (speed above "
                                   f"{gpu_attainable:,.0f} tok/s or tail below {gpu_ratio:.2f})",
                                   hold, "chip(s) per copy",
@@ -737,7 +738,7 @@ def decide(workload: Workload | None = None, **values) -> Decision:
                                   if not (faster or tighter) else
                                   f"gives what a GPU cannot, {hold:,} chips a copy"))
         verdicts.append(Verdict(family, floor, tuple(reasons)))
-    return Decision(workload, tuple(verdicts))
+    return Decision(requirements, tuple(verdicts))
 
 
 # --------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ each tool are computed afterwards from that one trace by
 :mod:`inferlab.endpoint_metrics`, so every tool's definition is applied to the
 same run.
 
-Two ways to offer load (:class:`LoadSpec`):
+Two ways to offer load (:class:`~inferlab.traces.LoadSpec`):
 
 - closed loop: ``concurrency`` users, each sending its next request as soon as
   its previous one ends (LLMPerf's and ``vllm bench serve

@@ -129,12 +129,12 @@ class Replica:
 
     @property
     def tp(self) -> int:
-        """Chips of one lane: the tensor-parallel width."""
+        """The tensor-parallel width, which is how many chips one lane holds."""
         return self.layout.tp
 
     @property
     def lanes(self) -> int:
-        """Micro-batches the replica runs at once: its pipeline stages, ``pp``."""
+        """How many micro-batches the replica runs at once, one per pipeline stage (``pp``)."""
         return self.layout.pp
 
     @property

@@ -42,8 +42,9 @@ from inferlab.traffic import DatasetLengths, Lengths, mlperf_input_lengths
 #: The most requests a workload may hold or draw at once.
 MAX_REQUESTS = checks.MAX_ITEMS
 
-#: The fewest output tokens a request may ask for where latency bounds are judged: LoadGen's
-#: time per output token divides by ``tokens - 1``, and logs a one-token answer as an error.
+#: The fewest output tokens a request may ask for where latency bounds are judged, since
+#: LoadGen's time per output token divides by ``tokens - 1`` and logs a one-token answer as
+#: an error.
 MIN_OUTPUT_TOKENS = 2
 
 #: The most tokens each MLPerf benchmark's reference implementation generates per answer

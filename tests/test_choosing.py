@@ -12,7 +12,7 @@ from inferlab import choosing, specs
 from inferlab.choosing import (
     FAMILIES,
     VERDICTS,
-    Workload,
+    Requirements,
     check_leaderboard,
     check_row,
     decide,
@@ -207,15 +207,15 @@ def test_speed_rule_flips_at_the_attainable_ceiling():
 
 def test_workload_validation():
     with pytest.raises(ValueError, match="per_user_tok_s"):
-        Workload(per_user_tok_s=0)
+        Requirements(per_user_tok_s=0)
     with pytest.raises(ValueError, match="tail_ratio_max"):
-        Workload(tail_ratio_max=0.5)
+        Requirements(tail_ratio_max=0.5)
     with pytest.raises(ValueError, match="precision"):
-        Workload(precision="fp7")
+        Requirements(precision="fp7")
     with pytest.raises(ValueError, match="name"):
-        Workload(model="GPT-9")
+        Requirements(model="GPT-9")
     with pytest.raises(ValueError, match="values"):
-        decide(Workload(), per_user_tok_s=3)
+        decide(Requirements(), per_user_tok_s=3)
 
 
 def test_leaderboard_rows():

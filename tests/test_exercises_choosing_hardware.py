@@ -12,7 +12,7 @@ import math
 import pytest
 from conftest import glued
 
-from inferlab import specs
+from inferlab import roofline, specs
 from inferlab.data import result
 
 RESERVE = 0.10  # family_floor holds back 10 % of memory, as the exercise says
@@ -63,9 +63,10 @@ def test_ex_hw_padding_finer_buckets_pad_less_and_compile_more(answers):
 def test_ex_hw_groq_claim_is_above_the_hbm_node_and_the_pipeline(answers):
     claim = answers["hw_groq_claim"]
     b200 = specs.chip("NVIDIA B200")
-    params = specs.model("Llama 3.1 70B").params_total
-    # Batch 1: a step reads every weight once, FP8 on the HBM node, INT8 through
-    # Groq's pipeline, whose chips read their layers one after another.
+    # Batch 1: a step reads every weight it multiplies by once and one row of the input
+    # embedding table, FP8 on the HBM node, INT8 through Groq's pipeline, whose chips
+    # read their layers one after another.
+    params = roofline.params_read(specs.model("Llama 3.1 70B"), 1)
     hbm = 8 * b200.memory_bandwidth_bytes_per_s / (params * 1)
     pipeline = specs.chip("Groq LPU (GroqChip)").memory_bandwidth_bytes_per_s / (params * 1)
     assert answers["ex_hw_groq_over_hbm"] == pytest.approx(claim / hbm)

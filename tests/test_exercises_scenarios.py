@@ -20,7 +20,7 @@ from inferlab.loadgen import QueryLog, RunRules, judge
 
 # MLPerf Inference's TPOT bounds (s) by benchmark, Server and Interactive.
 TPOT_BOUNDS_S = {"llama2-70b": (0.200, 0.040), "llama3.1-8b": (0.100, 0.030),
-                 "llama3.1-405b": (0.175, 0.080)}
+                 "llama3.1-405b": (0.175, 0.080), "deepseek-r1": (0.080, 0.015)}
 
 
 @pytest.fixture(scope="module")

@@ -69,7 +69,7 @@ def _decision_tables(decision: choosing.Decision) -> dict[str, dict]:
             "tok_s": [v.floor.ceiling_tok_s * choosing.ATTAINABLE_FRACTION
                       if v.floor is not None else math.nan for v in verdicts],
             "verdict": ["fits" if v.fits else "ruled out" for v in verdicts]},
-        "need": {"tok_s": [decision.workload.per_user_tok_s]},
+        "need": {"tok_s": [decision.requirements.per_user_tok_s]},
         # The whole first reason against each family and how many more there are, wrapped
         # at spaces rather than cut: its number is the point.
         "reasons": {"y": [_LINE_PX * row for row in range(len(lines))], "text": lines},
