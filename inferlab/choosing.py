@@ -652,7 +652,7 @@ def _compile(requirements: Requirements) -> Reason:
 
 
 def decide(requirements: Requirements | None = None, **values) -> Decision:
-    """Which families fit ``requirements`` (or a :class:`Requirements` built from ``values``), and why.
+    """Which families fit ``requirements`` (or :class:`Requirements` built from ``values``).
 
     Rules, each reason carrying the number it was decided on (:class:`Reason`):
 
