@@ -132,6 +132,12 @@ def _floor_chart(part):
     return alt.vconcat(bar, text, line, spacing=16).resolve_legend(color="independent")
 
 
+#: The batch of the chapter's KV-cache example, and what one of its steps reads of
+#: Llama 2 70B, in billions: every weight but the embedding rows none of its tokens looks up.
+_EXAMPLE_BATCH = 16
+_EXAMPLE_READ_B = roofline.params_read(_L2_70B, _EXAMPLE_BATCH) / 1e9
+
+
 @register
 def floor_explorer() -> Explorer:
     """Sliders: parameters, precision, chip or bandwidth, KV per token, context, batch."""
@@ -141,10 +147,10 @@ def floor_explorer() -> Explorer:
         name="bw_floor", kind="analytic", chapter=CHAPTER,
         compute=roofline.floor_explorer_compute, tables=_floor_tables, chart=_floor_chart,
         controls=(
-            Slider("params_b", "parameters (billions)",
-                   *log_range(_L2_70B.params_total / 1e9, 1, 1000, 0.01), 0.01,
-                   default=_L2_70B.params_total / 1e9, log=True,
-                   grid=(1, 8, _L2_70B.params_total / 1e9, 405), glued="bw_l2_70b_params_b"),
+            Slider("params_b", "parameters a step reads (billions)",
+                   *log_range(_EXAMPLE_READ_B, 1, 1000, 0.01), 0.01,
+                   default=_EXAMPLE_READ_B, log=True,
+                   grid=(1, 8, _EXAMPLE_READ_B, 405), glued="bw_kv_example_read_b"),
             Choice("precision", "precision of the weights", tuple(BYTES_PER_PARAM),
                    default="fp8", grid=("fp16", "fp8", "int4")),
             Choice("chip", "chip", (*specs.chips(), custom), default=_H200,
@@ -160,7 +166,7 @@ def floor_explorer() -> Explorer:
                    default=_L2_70B.context_length_tokens,
                    grid=(0, 1024, _L2_70B.context_length_tokens, 16384, 131072),
                    glued="bw_kv_example_context"),
-            Slider("batch", "batch (requests)", 1, 256, 1, default=16,
+            Slider("batch", "batch (requests)", 1, 256, 1, default=_EXAMPLE_BATCH,
                    grid=(1, 4, 16, 64, 256), glued="bw_kv_example_batch"),
         ),
     )
