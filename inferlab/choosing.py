@@ -681,7 +681,7 @@ def decide(requirements: Requirements | None = None, **values) -> Decision:
     if requirements is None:
         requirements = Requirements(**values)
     elif values:
-        raise ValueError(f"values: give a requirements or values, not both ({', '.join(values)})")
+        raise ValueError(f"values: give requirements or values, not both ({', '.join(values)})")
     need = requirements.per_user_tok_s
     context = requirements.context_tokens
     floors, refusals = {}, {}
