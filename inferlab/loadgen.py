@@ -144,9 +144,9 @@ MLPERF_MIN_DURATION_S = 600.0
 #: LoadGen's default minimum query count (``TestSettings.min_query_count``).
 MLPERF_MIN_QUERIES = 100
 
-#: The most queries a simulated run holds: room for the largest audited Offline run in
-#: ``data/`` (eight B200s on Llama 3.1 8B issue 726,000 samples to last 600 s) at a
-#: modelled rate well above the reported one. Two million take the simulator about ten
+#: The most queries a simulated run holds. It leaves room for the largest audited Offline
+#: run in ``data/`` (eight B200s on Llama 3.1 8B issue 726,000 samples to last 600 s) at
+#: a modelled rate well above the reported one; two million take the simulator about ten
 #: seconds.
 MAX_QUERIES = 2 * 10**6
 
