@@ -307,7 +307,8 @@ class Replica:
             attention = kv_read * context_read
             if pair * pairs > attention:
                 attention = pair * pairs
-            return gemm + attention + comm(tokens) + fixed
+            # One chip and one stage send nothing: no call for the communication then.
+            return gemm + attention + (0.0 if simple else comm(tokens)) + fixed
 
         return step
 
