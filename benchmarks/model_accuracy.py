@@ -24,6 +24,9 @@ any of their rows. For each, the last line is
 
     benchmark=NAME median_abs_error=E groups=N rows=R
 
+The book's appendix 'How far the model carries' (``book/model_accuracy.md``) draws the
+Offline groups of this same scoring, each benchmark under MLPerf's full rules.
+
 Targets (issue 13, Llama 2 70B): E <= 0.15 over groups not used for calibration, every
 drop within 8 points. Issue 29, held out: E <= 0.15 for Llama 3.1 8B and 405B, <= 0.25
 for Mixtral 8x7B and DeepSeek-R1.

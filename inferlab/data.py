@@ -456,11 +456,8 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
 
 
 def _present(*values: object) -> bool:
-    for value in values:
-        # NaN is the one value unequal to itself: an empty optional number.
-        if value != value:
-            return False
-    return True
+    # NaN, an empty optional number, is the one value unequal to itself.
+    return all(value == value for value in values)
 
 
 def _peak_order(low: str, high: str) -> Callable[[dict], tuple[str, str] | None]:
