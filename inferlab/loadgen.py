@@ -711,7 +711,8 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
     checks.option("scenario", scenario, SCENARIOS)
     if not isinstance(log, QueryLog):
         raise ValueError("log: give a QueryLog (QueryLog.from_results or run_scenario)")
-    if model not in BOUNDS:
+    # A run with bounds and rules of its own needs no benchmark to take them from.
+    if model not in BOUNDS and (limit is None or rules is None):
         raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
     if limit is not None and not isinstance(limit, LatencyBounds):
         raise ValueError(f"limit: {limit!r} is not a LatencyBounds")
@@ -1160,7 +1161,8 @@ class ServerSearch:
 
 
 def _bounded_trial(system: System, scenario: str, workload: Workload, model: str,
-                   rate: float, rules: RunRules) -> Summary | None:
+                   rate: float, rules: RunRules,
+                   limit: LatencyBounds | None = None) -> Summary | None:
     """A Server or Interactive run at ``rate``, as :func:`run_scenario` does it, abandoned
     (``None``) as soon as its verdict is certain to be invalid.
 
@@ -1169,7 +1171,7 @@ def _bounded_trial(system: System, scenario: str, workload: Workload, model: str
     replica or two usually show that many, and the rest need not be simulated.
     """
     n = server_query_count(rate, workload, rules)
-    limit = bounds(model, scenario)
+    limit = bounds(model, scenario) if limit is None else limit
     enough = n - int(n * TARGET_PERCENTILE[scenario])
     over = [0, 0]
 
@@ -1181,14 +1183,18 @@ def _bounded_trial(system: System, scenario: str, workload: Workload, model: str
     log = _poisson_run(system, workload, rate, n, hopeless)
     if log is None:
         return None
-    return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
+    return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate,
+                 limit=limit)
 
 
 def find_server_rate(system: System, scenario: str = "Server", *,
                      workload: Workload | None = None, model: str = "llama2-70b",
                      rules: RunRules | None = None, upper_rate_per_s: float | None = None,
-                     iterations: int = 10) -> ServerSearch:
+                     iterations: int = 10, limit: LatencyBounds | None = None) -> ServerSearch:
     """Bisect for the highest Poisson rate whose run LoadGen would judge valid.
+
+    The p99 bounds are ``model``'s for ``scenario`` (:func:`bounds`), or ``limit``: a
+    service level of one's own, judged by the same rules.
 
     Between 0 and ``upper_rate_per_s``, ``iterations`` halvings. The default upper
     limit starts at 1.2 x :func:`offline_rate_per_s` and doubles for as long as a run
@@ -1210,7 +1216,10 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     if scenario not in BOUNDED_SCENARIOS:
         raise ValueError(f"scenario: {scenario!r} has no rate to search; give "
                          f"{' or '.join(BOUNDED_SCENARIOS)}")
-    bounds(model, scenario)
+    if limit is None:
+        bounds(model, scenario)
+    elif not isinstance(limit, LatencyBounds):
+        raise ValueError(f"limit: {limit!r} is not a LatencyBounds")
     checks.iterations("iterations", iterations)
     workload = Workload() if workload is None else workload
     rules = mlperf_rules(model) if rules is None else rules
@@ -1222,7 +1231,7 @@ def find_server_rate(system: System, scenario: str = "Server", *,
 
     def trial(rate: float) -> tuple[bool, Summary | None]:
         next(ticks, None)
-        summary = _bounded_trial(system, scenario, workload, model, rate, rules)
+        summary = _bounded_trial(system, scenario, workload, model, rate, rules, limit)
         if summary is None:
             trials.append(Trial(rate, False, math.nan, math.nan, cut_short=True))
             return False, None

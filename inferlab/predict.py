@@ -68,6 +68,7 @@ from inferlab.loadgen import (
     BENCHMARK_MODELS,
     BOUNDS,
     SCENARIOS,
+    LatencyBounds,
     QueryLog,
     RunRules,
     System,
@@ -76,6 +77,7 @@ from inferlab.loadgen import (
     find_server_rate,
     loadgen_percentile,
     mlperf_rules,
+    offline_rate_per_s,
     run_scenario,
 )
 from inferlab.simulator import simulate
@@ -107,6 +109,9 @@ STEADY_WAVES = 16
 
 #: The fewest and most requests a steady Offline run queues on its one simulated replica.
 STEADY_REQUESTS = (256, 200_000)
+
+#: The longest p99 bound a service level may give, an hour: beyond it no queue is a bound.
+MAX_BOUND_S = 3600.0
 
 #: The rules of a Server or Interactive run on a workload that is not an MLPerf data set:
 #: MLPerf's duration and query minimum, without its equal issue (there is no data set to
@@ -321,7 +326,8 @@ def as_workload(value, model) -> Workload:
 def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
             scenario: str = "Offline", *, workload=None, stack=None,
             rules: RunRules | None = None, tps=None, pp: int | None = None, ep: int = 1,
-            dispatch: str = "round-robin") -> Prediction:
+            dispatch: str = "round-robin", ttft_p99_s: float | None = None,
+            tpot_p99_s: float | None = None) -> Prediction:
     """The modelled result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
 
     ``chip``, ``model`` and ``stack`` are names or the objects themselves
@@ -335,7 +341,10 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     scenario the stack's reference submission ran get that submission's layout, where it
     divides ``chips`` and fits, and any other system the best of every layout
     :func:`layout_options` allows. ``dispatch`` is how queries reach the replicas
-    (:data:`inferlab.loadgen.DISPATCHES`).
+    (:data:`inferlab.loadgen.DISPATCHES`). ``ttft_p99_s`` and ``tpot_p99_s`` are a service
+    level of one's own for a Server run (each optional; the other is then unbounded):
+    the search finds the highest Poisson rate whose p99s meet them, judged otherwise as
+    MLPerf judges a Server run, on any workload and any model.
 
     Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits (with the
     gigabytes it needs) and ``ValueError`` for an unknown chip, model, stack, format,
@@ -353,7 +362,9 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     ep = checks.whole("ep", ep)
     mlperf = workload.benchmark in BOUNDS
     benchmark = workload.benchmark if mlperf else benchmark_of(spec.name)
-    if scenario in ("Server", "Interactive"):
+    limit = _service_level(ttft_p99_s, tpot_p99_s, scenario)
+    # Bounds of the caller's own need no benchmark to take them from.
+    if limit is None and scenario in ("Server", "Interactive"):
         if benchmark is None:
             raise ValueError(f"scenario: {scenario} needs latency bounds, and {spec.name} has "
                              "no MLPerf benchmark to take them from; give Offline")
@@ -363,6 +374,8 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     if mlperf:
         rules = mlperf_rules(workload.benchmark) if rules is None else rules
         judged = f"MLPerf {workload.benchmark}"
+    elif limit is not None:
+        rules = OPEN_RULES if rules is None else rules
     elif scenario == "Offline":
         judged = "steady Offline"
     elif scenario == "SingleStream":
@@ -371,6 +384,10 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     else:
         rules = OPEN_RULES if rules is None else rules
         judged = f"{scenario} at {benchmark}'s bounds, MLPerf's duration"
+    if limit is not None:
+        judged = ("Server at p99 TTFT <= " + _seconds(limit.ttft_s) + " and TPOT <= "
+                  + _seconds(limit.tpot_s) + (f", MLPerf {workload.benchmark}'s rules"
+                                               if mlperf else ", MLPerf's duration"))
     engine_benchmark = workload.benchmark if mlperf else "llama2-70b"
     layouts, tp_from = _layouts(hw, chips, spec, precision, scenario, stack, tps, pp, ep,
                                 engine_benchmark)
@@ -393,8 +410,17 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                                         stack, tp, stages, experts, replicas, tp_from, judged)
         else:
             if scenario in ("Server", "Interactive"):
-                search = find_server_rate(system, scenario, workload=workload, model=benchmark,
-                                          rules=rules, iterations=SEARCH_ITERATIONS)
+                # With bounds of the caller's own the benchmark names nothing the run
+                # uses, and a model with none (Qwen3, say) passes an empty name.
+                # Without a TTFT bound a queue may grow for ever and every rate passes;
+                # past the rate an Offline run completes none serves more, so the
+                # search stops a fifth above it.
+                upper = (1.2 * offline_rate_per_s(system, workload, rules)
+                         if limit is not None and not math.isfinite(limit.ttft_s) else None)
+                search = find_server_rate(system, scenario, workload=workload,
+                                          model=benchmark or "", rules=rules,
+                                          iterations=SEARCH_ITERATIONS, limit=limit,
+                                          upper_rate_per_s=upper)
                 summary, rate = search.best, search.rate_per_s
                 if summary is None:
                     continue
@@ -418,6 +444,28 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                           chips // (tp * stages), 0.0, 0.0, "tokens/s", False, math.nan,
                           math.nan, 0, 0.0, tp_from, stages, experts, workload.name, judged)
     return best
+
+
+def _service_level(ttft_p99_s, tpot_p99_s, scenario: str) -> LatencyBounds | None:
+    """The caller's p99 bounds as one :class:`~inferlab.loadgen.LatencyBounds` (an absent
+    one unbounded), or ``None`` if neither is given."""
+    if ttft_p99_s is None and tpot_p99_s is None:
+        return None
+    if scenario != "Server":
+        raise ValueError(f"scenario: bounds of one's own (ttft_p99_s, tpot_p99_s) judge a "
+                         f"Server run; give scenario='Server', not {scenario!r}")
+    ttft = math.inf if ttft_p99_s is None else checks.real(
+        "ttft_p99_s", ttft_p99_s, low=1e-6, high=MAX_BOUND_S)
+    tpot = math.inf if tpot_p99_s is None else checks.real(
+        "tpot_p99_s", tpot_p99_s, low=1e-6, high=MAX_BOUND_S)
+    return LatencyBounds(ttft, tpot)
+
+
+def _seconds(value: float) -> str:
+    """A bound as a reader writes it: 2 s, 50 ms, or no bound."""
+    if not math.isfinite(value):
+        return "any"
+    return f"{value:g} s" if value >= 1 else f"{value * 1e3:g} ms"
 
 
 def _check_request_fits(rep, workload: Workload) -> None:
@@ -656,6 +704,11 @@ def main(argv=None) -> int:
                         help="expert-parallel chips of each stage's tp (mixtures of experts)")
     parser.add_argument("--stack", metavar="NAME", help="a stack of data/stacks.csv "
                         "(default: the chip vendor's calibrated stack)")
+    parser.add_argument("--ttft-p99", type=float, metavar="S",
+                        help="a service level of your own for --scenario Server: p99 time to "
+                        "first token, in seconds (alone or with --tpot-p99)")
+    parser.add_argument("--tpot-p99", type=float, metavar="S",
+                        help="p99 time per output token, in seconds, for --scenario Server")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="scale MLPerf's minimum duration and Offline samples (0, 1]")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -689,7 +742,8 @@ def main(argv=None) -> int:
             rules = mlperf_rules(name, scale=args.scale) if name in BOUNDS else None
         found = predict(args.chip, args.chips, spec, args.precision, args.scenario,
                         workload=workload, stack=args.stack, rules=rules,
-                        tps=None if args.tp is None else [args.tp], pp=args.pp, ep=args.ep)
+                        tps=None if args.tp is None else [args.tp], pp=args.pp, ep=args.ep,
+                        ttft_p99_s=args.ttft_p99, tpot_p99_s=args.tpot_p99)
     except (ValueError, TypeError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
