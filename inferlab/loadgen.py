@@ -893,18 +893,25 @@ def _poisson_run(system: System, workload: Workload, rate: float, n: int,
 
 
 def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
-           hopeless=None) -> QueryLog | None:
+           hopeless=None, simulated=None) -> QueryLog | None:
     """Deal the queries to the replicas as the system dispatches (:meth:`System.shares`),
     simulate each, merge the logs.
 
     ``hopeless``, if given, sees each replica's log as it is simulated; once it
-    returns true the run is abandoned and ``None`` returned.
+    returns true the run is abandoned and ``None`` returned. ``simulated`` maps a
+    replica's index to the run of its share, already simulated, which is used as it is.
     """
-    shares = [share for share in system.shares(len(prompts)) if share.size]
-    runs = []
-    for share in shares:
-        requests = Requests(arrivals[share], prompts[share], outputs[share], kind)
-        runs.append(simulate(system.replica, requests, system.scheduler))
+    simulated = {} if simulated is None else simulated
+    shares, runs = [], []
+    for index, share in enumerate(system.shares(len(prompts))):
+        if not share.size:
+            continue
+        run = simulated.get(index)
+        if run is None:
+            requests = Requests(arrivals[share], prompts[share], outputs[share], kind)
+            run = simulate(system.replica, requests, system.scheduler)
+        shares.append(share)
+        runs.append(run)
         if hopeless is not None and hopeless(QueryLog.from_results(runs[-1:])):
             return None
     # Each query keeps its place in the issue order (every Offline query is issued at 0).
@@ -1090,18 +1097,22 @@ def _offline_run(system: System, workload: Workload, rules: RunRules) -> QueryLo
     until they last), padded to whole dataset passes under equal issue.
 
     Each replica serves its share of the samples on its own, so a try simulates only the
-    largest share: the whole run lasts at least as long. The system then runs once, at
-    the count found.
+    largest share: the whole run lasts at least as long. The other replicas then run
+    once, at the count found, beside the share already simulated.
     """
     n = rules.pad(rules.offline_min_samples)
     while True:
         prompts, outputs = workload.lengths(n)
-        share = max(system.shares(n), key=len)
-        took = float(np.max(simulate(
-            system.replica, Requests(np.zeros(share.size), prompts[share], outputs[share],
-                                     "all_at_once"), system.scheduler).finish_s))
+        shares = system.shares(n)
+        largest = max(range(len(shares)), key=lambda index: shares[index].size)
+        share = shares[largest]
+        run = simulate(system.replica, Requests(np.zeros(share.size), prompts[share],
+                                                outputs[share], "all_at_once"),
+                       system.scheduler)
+        took = float(np.max(run.finish_s))
         if took >= rules.min_duration_s:
-            return _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
+            return _serve(system, np.zeros(n), prompts, outputs, "all_at_once",
+                          simulated={largest: run})
         n = rules.pad(max(n + 1, math.ceil(n / took * rules.min_duration_s * 1.1)))
         if n > MAX_QUERIES:
             raise ValueError(f"rules: an Offline run of {rules.min_duration_s:g} s needs more "
@@ -1208,6 +1219,10 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     the same either way. Validity is assumed to fall with the rate, which holds for
     these runs but not for every system.
 
+    Without a TTFT bound (``limit`` with an infinite ``ttft_s``) a queue may grow for ever
+    and every rate passes; no rate serves more than an Offline run completes, so the
+    default upper limit is not doubled then.
+
     Raises ``ValueError`` for a scenario without a bound, an unknown model, or a
     non-positive upper rate.
 
@@ -1226,6 +1241,7 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     given = upper_rate_per_s is not None
     high = (checks.real("upper_rate_per_s", upper_rate_per_s, low=MIN_SEARCH_RATE_PER_S)
             if given else 1.2 * offline_rate_per_s(system, workload, rules))
+    endless_queue = limit is not None and not math.isfinite(limit.ttft_s)
     trials = []
     ticks = progress(range(iterations), label=f"{scenario} rate search, trials")
 
@@ -1244,7 +1260,7 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     most = min(_most_rate_per_s(system, workload), _held_rate_per_s(rules))
     with closing(ticks):
         low, passing = 0.0, None
-        while not given and low < most:
+        while not (given or endless_queue) and low < most:
             high = min(high, most)
             valid, summary = trial(high)
             if not valid:

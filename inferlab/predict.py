@@ -77,7 +77,6 @@ from inferlab.loadgen import (
     find_server_rate,
     loadgen_percentile,
     mlperf_rules,
-    offline_rate_per_s,
     run_scenario,
 )
 from inferlab.simulator import simulate
@@ -412,15 +411,9 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
             if scenario in ("Server", "Interactive"):
                 # With bounds of the caller's own the benchmark names nothing the run
                 # uses, and a model with none (Qwen3, say) passes an empty name.
-                # Without a TTFT bound a queue may grow for ever and every rate passes;
-                # past the rate an Offline run completes none serves more, so the
-                # search stops a fifth above it.
-                upper = (1.2 * offline_rate_per_s(system, workload, rules)
-                         if limit is not None and not math.isfinite(limit.ttft_s) else None)
                 search = find_server_rate(system, scenario, workload=workload,
                                           model=benchmark or "", rules=rules,
-                                          iterations=SEARCH_ITERATIONS, limit=limit,
-                                          upper_rate_per_s=upper)
+                                          iterations=SEARCH_ITERATIONS, limit=limit)
                 summary, rate = search.best, search.rate_per_s
                 if summary is None:
                     continue
