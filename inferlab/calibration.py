@@ -373,6 +373,36 @@ def stack_for(chip: str, precision: str) -> Stack:
     return stack(VENDOR_STACK[key])
 
 
+#: The share of peak bandwidth and compute assumed for a chip without a calibrated stack
+#: (TPUs, Inferentia, Intel, CPUs): the batching chapter's explorer efficiency
+#: (``inferlab.simulator.EXPLORER_EFFICIENCY``), an assumption, not a fit.
+ATTAINABLE_FRACTION = 0.65
+
+
+def assumed_stack() -> Stack:
+    """The software stack assumed for chips without a calibrated one: :data:`ATTAINABLE_FRACTION`
+    of peak bandwidth and compute, and the fixed cost per step fitted for TensorRT-LLM at
+    FP8, the one fixed cost the audited results measure. An assumption.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    fitted = stack("TensorRT-LLM FP8")
+    return Stack(f"assumed ({ATTAINABLE_FRACTION:.0%} of peak, "
+                 f"{fitted.step_overhead_s * 1e3:.1f} ms per step)",
+                 compute_efficiency=ATTAINABLE_FRACTION,
+                 step_overhead_s=fitted.step_overhead_s,
+                 memory_efficiency=ATTAINABLE_FRACTION)
+
+
+def stack_or_assumed(chip, precision: str) -> Stack:
+    """The calibrated stack of ``chip``'s vendor at ``precision`` (:func:`stack_for`), else
+    :func:`assumed_stack`."""
+    try:
+        return stack_for(specs.as_chip(chip).name, precision)
+    except ValueError:
+        return assumed_stack()
+
+
 # --------------------------------------------------------------------------------------
 # The audited rows, grouped as the model sees them
 # --------------------------------------------------------------------------------------

@@ -42,8 +42,7 @@ import numpy as np
 import pandas as pd
 
 from inferlab import checks, specs
-from inferlab.calibration import Stack, stack_for
-from inferlab.calibration import stack as calibration_stack
+from inferlab.calibration import ATTAINABLE_FRACTION, Stack, stack_or_assumed
 from inferlab.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     BYTES_PER_PARAM,
@@ -108,11 +107,6 @@ SPLIT: dict[str, str] = {"gpu": "tensor", "fixed-function": "tensor", "lpu": "pi
 #: Whether a change of model, precision or shape needs an ahead-of-time compile.
 NEEDS_COMPILE: dict[str, bool] = {"gpu": False, "fixed-function": True, "lpu": True,
                                   "dataflow": True}
-
-#: The share of the single-stream ceiling a good stack reaches, the batching chapter's
-#: explorer efficiency (``inferlab.simulator.EXPLORER_EFFICIENCY``), used for every
-#: family, an assumption.
-ATTAINABLE_FRACTION = 0.65
 
 #: Minutes to compile one shape (one prompt bucket or one batch size) of a large model.
 #: An ASSUMPTION for the book's sweeps, not a measurement: replace it with your own
@@ -1045,23 +1039,6 @@ CANDIDATES: tuple[Candidate, ...] = (
 #: The reference system of the chapter.
 REFERENCE = CANDIDATES[0]
 
-#: The stack assumed for chips without a calibrated one (:mod:`inferlab.calibration` fits
-#: NVIDIA's and AMD's on audited MLPerf rows): :data:`ATTAINABLE_FRACTION` of peak
-#: bandwidth and compute, and the fixed cost per step fitted for TensorRT-LLM at FP8,
-#: the one fixed cost the audited results measure. An assumption.
-def assumed_stack() -> Stack:
-    """The software stack assumed for chips without a calibrated one (see the comment above).
-
-    Used in chapter 'Choosing hardware'.
-    """
-    fitted = calibration_stack("TensorRT-LLM FP8")
-    return Stack(f"assumed ({ATTAINABLE_FRACTION:.0%} of peak, "
-                 f"{fitted.step_overhead_s * 1e3:.1f} ms per step)",
-                 compute_efficiency=ATTAINABLE_FRACTION,
-                 step_overhead_s=fitted.step_overhead_s,
-                 memory_efficiency=ATTAINABLE_FRACTION)
-
-
 def candidate_stack(candidate: Candidate = REFERENCE) -> Stack:
     """The stack a candidate is modelled with: calibrated for NVIDIA and AMD GPUs
     (:func:`inferlab.calibration.stack_for`), else :func:`assumed_stack`.
@@ -1069,10 +1046,7 @@ def candidate_stack(candidate: Candidate = REFERENCE) -> Stack:
     Used in chapter 'Choosing hardware'.
     """
     checks.instance("candidate", candidate, Candidate)
-    try:
-        return stack_for(candidate.chip, candidate.precision)
-    except ValueError:
-        return assumed_stack()
+    return stack_or_assumed(candidate.chip, candidate.precision)
 
 
 @dataclass(frozen=True)

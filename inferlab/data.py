@@ -712,9 +712,17 @@ def load_table(name: str, data_dir: Path | str | None = None) -> pd.DataFrame:
     """
     if name not in SCHEMAS:
         raise ValueError(f"name: unknown table {name!r}; allowed: {', '.join(sorted(SCHEMAS))}")
-    schema = SCHEMAS[name]
     path = Path(data_dir) if data_dir is not None else DATA_DIR
-    path = path / f"{name}.csv"
+    return read_table(name, path / f"{name}.csv")
+
+
+def read_table(name: str, path: Path | str) -> pd.DataFrame:
+    """Read the file ``path`` as a table of kind ``name`` (one of :data:`SCHEMAS`), with the
+    checks of :func:`load_table`: a reader's own price file, say."""
+    if name not in SCHEMAS:
+        raise ValueError(f"name: unknown table {name!r}; allowed: {', '.join(sorted(SCHEMAS))}")
+    schema = SCHEMAS[name]
+    path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: file not found")
     text = path.read_bytes().decode("utf-8", errors="surrogateescape")

@@ -1170,6 +1170,12 @@ class ServerSearch:
         """The valid run's tokens per second (0 if none was valid)."""
         return self.best.result if self.best is not None else 0.0
 
+    @property
+    def at_ceiling(self) -> bool:
+        """Whether every rate tried passed: the search's own upper limit stopped it, not a
+        bound, so the system may sustain more (or, without a TTFT bound, its queue grows)."""
+        return bool(self.trials) and all(trial.valid for trial in self.trials)
+
 
 def _bounded_trial(system: System, scenario: str, workload: Workload, model: str,
                    rate: float, rules: RunRules,

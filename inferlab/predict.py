@@ -130,7 +130,9 @@ class Prediction:
     those tried); ``batch`` the most requests one replica's lane ran at once (a replica of
     ``pp`` stages runs ``pp`` lanes); ``rate_per_s`` the query rate of a Server or
     Interactive run; ``workload`` what was served; ``rules`` how the run was judged
-    (``"MLPerf <benchmark>"``, ``"steady Offline"``, or the open rules).
+    (``"MLPerf <benchmark>"``, ``"steady Offline"``, or the open rules); ``at_ceiling``
+    whether a rate search passed at every rate it tried, so that its own upper limit, not
+    a bound, stopped it.
 
     Used in chapters 'Batching' and 'Choosing hardware'.
     """
@@ -156,6 +158,7 @@ class Prediction:
     ep: int = 1
     workload: str = ""
     rules: str = ""
+    at_ceiling: bool = False
 
     def as_dict(self) -> dict:
         """The prediction as plain JSON-ready values."""
@@ -326,7 +329,8 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
             scenario: str = "Offline", *, workload=None, stack=None,
             rules: RunRules | None = None, tps=None, pp: int | None = None, ep: int = 1,
             dispatch: str = "round-robin", ttft_p99_s: float | None = None,
-            tpot_p99_s: float | None = None) -> Prediction:
+            tpot_p99_s: float | None = None, iterations: int = SEARCH_ITERATIONS,
+            upper_rate_per_s: float | None = None) -> Prediction:
     """The modelled result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
 
     ``chip``, ``model`` and ``stack`` are names or the objects themselves
@@ -343,7 +347,10 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     (:data:`inferlab.loadgen.DISPATCHES`). ``ttft_p99_s`` and ``tpot_p99_s`` are a service
     level of one's own for a Server run (each optional; the other is then unbounded):
     the search finds the highest Poisson rate whose p99s meet them, judged otherwise as
-    MLPerf judges a Server run, on any workload and any model.
+    MLPerf judges a Server run, on any workload and any model. ``iterations`` is the
+    number of halvings of that rate search, and ``upper_rate_per_s`` its starting upper
+    limit in requests per second per system (default: a fifth above the Offline rate;
+    a limit every trial passes below shows as ``at_ceiling``).
 
     Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits (with the
     gigabytes it needs) and ``ValueError`` for an unknown chip, model, stack, format,
@@ -359,6 +366,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     workload = as_workload(workload, spec)
     check_fits_context(workload, spec.context_length_tokens, spec.name)
     ep = checks.whole("ep", ep)
+    iterations = checks.iterations("iterations", iterations)
     mlperf = workload.benchmark in BOUNDS
     benchmark = workload.benchmark if mlperf else benchmark_of(spec.name)
     limit = _service_level(ttft_p99_s, tpot_p99_s, scenario)
@@ -390,20 +398,15 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     engine_benchmark = workload.benchmark if mlperf else "llama2-70b"
     layouts, tp_from = _layouts(hw, chips, spec, precision, scenario, stack, tps, pp, ep,
                                 engine_benchmark)
-    mean_prompt, mean_output = workload.mean_tokens()
     best = None
     for tp, stages, experts, attention_dp in layouts:
-        rep = replica(spec, hw, tp, precision, pp=stages, ep=experts,
-                      context_tokens=min(mean_prompt + mean_output / 2,
-                                         spec.context_length_tokens),
-                      attention_dp=attention_dp,
-                      **stack.replica_parameters(hw, precision, spec))
-        _check_request_fits(rep, workload)
+        rep = replica_for(hw, spec, precision, stack, workload, tp, stages, experts,
+                          attention_dp)
         scheduler = stack.scheduler(hw.name, scenario, engine_benchmark)
         replicas = chips // (tp * stages)
         system = System(f"{chips} x {hw.name}, tp={tp}, pp={stages}", rep, replicas * stages,
                         scheduler, dispatch)
-        rate = None
+        rate, ceiling = None, False
         if not mlperf and scenario == "Offline":
             candidate = _steady_offline(system, workload, hw, spec, precision, scenario,
                                         stack, tp, stages, experts, replicas, tp_from, judged)
@@ -413,8 +416,10 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                 # uses, and a model with none (Qwen3, say) passes an empty name.
                 search = find_server_rate(system, scenario, workload=workload,
                                           model=benchmark or "", rules=rules,
-                                          iterations=SEARCH_ITERATIONS, limit=limit)
+                                          iterations=iterations, limit=limit,
+                                          upper_rate_per_s=upper_rate_per_s)
                 summary, rate = search.best, search.rate_per_s
+                ceiling = search.at_ceiling
                 if summary is None:
                     continue
             else:
@@ -428,7 +433,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                 float(tokens_per_s), float(summary.result), summary.unit, summary.valid,
                 summary.ttft_p99_s, summary.tpot_p99_s,
                 peak_batch(log, system.replicas, system.shares(len(log))), rate, tp_from,
-                stages, experts, workload.name, judged)
+                stages, experts, workload.name, judged, ceiling)
         if best is None or _better(candidate, best):
             best = candidate
     if best is None:
@@ -437,6 +442,24 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                           chips // (tp * stages), 0.0, 0.0, "tokens/s", False, math.nan,
                           math.nan, 0, 0.0, tp_from, stages, experts, workload.name, judged)
     return best
+
+
+def replica_for(chip: specs.Chip, model: specs.ModelSpec, precision: str, stack: Stack,
+                workload: Workload, tp: int, pp: int = 1, ep: int = 1,
+                attention_dp: bool = False):
+    """The step-time model :func:`predict` runs for one replica of ``tp x pp`` chips: the
+    stack's parameters, the cache's rate at the workload's typical context, and a check
+    that the workload's longest request fits one lane's cache (else
+    :class:`~inferlab.feasibility.Infeasible`). Objects, not names: the callers resolve
+    them once."""
+    mean_prompt, mean_output = workload.mean_tokens()
+    rep = replica(model, chip, tp, precision, pp=pp, ep=ep,
+                  context_tokens=min(mean_prompt + mean_output / 2,
+                                     model.context_length_tokens),
+                  attention_dp=attention_dp,
+                  **stack.replica_parameters(chip, precision, model))
+    _check_request_fits(rep, workload)
+    return rep
 
 
 def _service_level(ttft_p99_s, tpot_p99_s, scenario: str) -> LatencyBounds | None:

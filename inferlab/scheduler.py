@@ -432,7 +432,8 @@ class PrefillPool:
     """A separate pool of chips that only prefills, for disaggregated serving.
 
     ``prefill_s(prompt_tokens)`` is the time one prompt takes on the pool (a
-    prefill replica's :meth:`inferlab.steptime.Replica.prefill_s`); ``servers`` is
+    prefill replica's :meth:`inferlab.steptime.Replica.prefill_s`), called once with the
+    array of every prompt's length (a constant is taken for each); ``servers`` is
     how many prompts the pool works on at once, first come first served;
     ``transfer_bytes_per_s`` the link the KV cache crosses to the decode replica
     (``kv_bytes_per_token`` per prompt token). The pool's own queueing is
@@ -465,10 +466,13 @@ class PrefillPool:
         free = [0.0] * self.servers  # when each prefill server is next free (a heap)
         prefilled = np.empty(len(arrival_s))
         ready = np.empty(len(arrival_s))
+        # One call for every prompt: a replica's prefill_s takes an array of lengths.
+        took = np.broadcast_to(np.asarray(self.prefill_s(prompt_tokens), dtype=float),
+                               prompt_tokens.shape).tolist()
         for k, (when, prompt) in enumerate(zip(arrival_s.tolist(), prompt_tokens.tolist(),
                                                strict=True)):
             start = max(when, heapq.heappop(free))
-            end = start + float(self.prefill_s(prompt))
+            end = start + took[k]
             heapq.heappush(free, end)
             prefilled[k] = end
             ready[k] = end + prompt * self.kv_bytes_per_token / self.transfer_bytes_per_s
