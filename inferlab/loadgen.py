@@ -1177,16 +1177,19 @@ class ServerSearch:
         return bool(self.trials) and all(trial.valid for trial in self.trials)
 
 
-def _bounded_trial(system: System, scenario: str, workload: Workload, model: str,
-                   rate: float, rules: RunRules,
-                   limit: LatencyBounds | None = None) -> Summary | None:
+def server_trial(system: System, scenario: str, workload: Workload, model: str,
+                 rate: float, rules: RunRules,
+                 limit: LatencyBounds | None = None) -> Summary | None:
     """A Server or Interactive run at ``rate``, as :func:`run_scenario` does it, abandoned
     (``None``) as soon as its verdict is certain to be invalid.
 
     LoadGen's p99 is the sorted value at ``floor(0.99 n)``, so it is over a bound
     once ``n - floor(0.99 n)`` queries are; near and past saturation the first
     replica or two usually show that many, and the rest need not be simulated.
+
+    Used in chapter 'Choosing hardware'.
     """
+    rate = checks.real("rate", rate, low=MIN_SEARCH_RATE_PER_S, high=MAX_RATE_PER_S)
     n = server_query_count(rate, workload, rules)
     limit = bounds(model, scenario) if limit is None else limit
     enough = n - int(n * TARGET_PERCENTILE[scenario])
@@ -1202,6 +1205,35 @@ def _bounded_trial(system: System, scenario: str, workload: Workload, model: str
         return None
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate,
                  limit=limit)
+
+
+#: The most queries per second a Server run is asked for: far past any system modelled here.
+MAX_RATE_PER_S = 1e6
+
+
+#: The share of a run's queries issued before :func:`completed_share` starts counting: the
+#: system fills in it.
+WARMUP_SHARE = 0.2
+
+
+def completed_share(log: QueryLog) -> float:
+    """Queries finished per query issued while the stream ran, after its first
+    :data:`WARMUP_SHARE` of queries.
+
+    About 1 for a system that keeps up with its rate (at a steady state each query issued
+    is answered a latency later), about ``1 / rho`` for one offered ``rho`` times the rate it
+    completes, whose queue grows for as long as the run lasts. A p99 bound on TTFT catches
+    such a queue; without one, this share does.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    if len(log) < 2:
+        raise ValueError("log: give a run of at least two queries")
+    start = float(np.quantile(log.issued_s, WARMUP_SHARE))
+    end = float(np.max(log.issued_s))
+    issued = np.count_nonzero((log.issued_s > start) & (log.issued_s <= end))
+    finished = np.count_nonzero((log.finish_s > start) & (log.finish_s <= end))
+    return float(finished / issued) if issued else 1.0
 
 
 def find_server_rate(system: System, scenario: str = "Server", *,
@@ -1245,7 +1277,8 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     workload = Workload() if workload is None else workload
     rules = mlperf_rules(model) if rules is None else rules
     given = upper_rate_per_s is not None
-    high = (checks.real("upper_rate_per_s", upper_rate_per_s, low=MIN_SEARCH_RATE_PER_S)
+    high = (checks.real("upper_rate_per_s", upper_rate_per_s, low=MIN_SEARCH_RATE_PER_S,
+                        high=MAX_RATE_PER_S)
             if given else 1.2 * offline_rate_per_s(system, workload, rules))
     endless_queue = limit is not None and not math.isfinite(limit.ttft_s)
     trials = []
@@ -1253,7 +1286,7 @@ def find_server_rate(system: System, scenario: str = "Server", *,
 
     def trial(rate: float) -> tuple[bool, Summary | None]:
         next(ticks, None)
-        summary = _bounded_trial(system, scenario, workload, model, rate, rules, limit)
+        summary = server_trial(system, scenario, workload, model, rate, rules, limit)
         if summary is None:
             trials.append(Trial(rate, False, math.nan, math.nan, cut_short=True))
             return False, None

@@ -22,24 +22,30 @@ at that width, and for a mixture of experts also ``ep = tp`` (each chip holds wh
 experts). Two modes:
 
 - **aggregated**: every replica prefills and decodes, with chunked prefill on and off.
-  The highest Poisson rate one replica sustains with both p99s within the bounds is
-  found by :func:`~inferlab.predict.predict` (``scenario="Server"`` with the bounds of
-  one's own) over ``requests`` requests, and never taken above the rate the replica
-  completes (a short run with a loose TTFT bound passes above it while its queue grows).
-  The traffic over that rate, rounded up, is the replicas needed: a Poisson stream split
-  over replicas gives each a Poisson stream of its share.
-- **disaggregated** (DistServe, Splitwise): one pool prefills, another decodes. The
-  prefill pool is the same search on the prompts alone (one output token each), within
-  the TTFT bound less the time to send the longest prompt's KV cache to the decode pool
-  over the scale-out network. The decode pool is the step-time model in closed form: the
-  largest batch whose step, at the mean context of a request half-way through its answer,
-  meets the TPOT bound and whose cache fits; it holds that batch full (Little's law). The
-  two pools are sized apart and may differ in layout.
+  A Poisson stream split over ``n`` replicas gives each a Poisson stream of its share, so
+  one replica is simulated at ``rate / n`` by :func:`~inferlab.predict.predict`
+  (``scenario="Server"``, the bounds of one's own, ``rate_per_s`` given) over
+  ``requests`` requests, judged as LoadGen judges a Server run; it passes if both p99s
+  meet the bounds and it finished as many queries as it was sent while the stream ran
+  (:func:`~inferlab.loadgen.completed_share`: without a TTFT bound, a queue that grows
+  for ever still meets a TPOT bound). The plan is the fewest replicas that pass, found
+  from a lower bound up (:func:`_fewest_replicas`); its p99s are those of its own
+  traffic, so a plan meets its service level in the simulator by construction.
+- **disaggregated** (DistServe, Splitwise): one pool prefills, another decodes. A unit is
+  one decode replica fed first come first served by the prefill servers that keep pace
+  with its share of the traffic at :data:`PREFILL_LOAD`, each sending its prompt's KV
+  cache over the scale-out network; the unit is simulated whole, and the plan is the
+  fewest units that pass, as above. The decode layout's closed form (the largest batch
+  whose step, at the mean context of a request half-way through its answer, meets the
+  TPOT bound; Little's law) gives the first count tried. The pools may differ in layout.
 
 The search per chip is branch and bound: each layout has an upper bound on its rate (all
-FLOPs at the stack's compute rate, or every step at least one read of the weights at the
-largest batch the cache holds), so a layout whose fewest chips already cost more than the
-best plan found is not simulated.
+FLOPs at the stack's compute rate, every step at least one read of the weights at the
+largest batch the cache holds, the decode closed form within the TPOT bound), so a layout
+whose fewest chips already cost more than the best plan found is not simulated, and a
+disaggregated pair is tried only where it could cost less than the aggregated plan. No
+rate search runs, so none can stop at a ceiling of its own: the only limit is
+:data:`MAX_PLAN_CHIPS`, and a plan that would need more is refused.
 
 **Cost.** Chips times dollars per chip-hour (the cheapest row for the chip in the price
 file) over tokens served per hour. ``usd_per_mtok`` is per million *output* tokens, the
@@ -53,7 +59,8 @@ prefill pool's chip-hours.
 **Binding** names what limits a plan: ``TTFT`` or ``TPOT`` (the bound nearer its p99 when
 the rate search stopped), else the resource that dominates a step at the plan's batch
 (``weight bandwidth``, ``KV bandwidth``, ``KV capacity``, ``compute``, ``interconnect``,
-``fixed step cost``). ``at_ceiling`` flags a search that passed at every rate it tried.
+``fixed step cost``), or ``memory capacity`` where one replica, the fewest chips that hold
+the model and one request's cache, already carries the traffic.
 
 **Refusals.** A chip that cannot hold the model, has no rate at the precision, is a whole
 system rather than a chip, or keeps its weights in SRAM across hundreds of chips (a
@@ -85,7 +92,7 @@ from inferlab import checks, specs
 from inferlab.calibration import Stack, stack_or_assumed
 from inferlab.data import DATA_DIR, load_table, read_table
 from inferlab.feasibility import Infeasible, layout
-from inferlab.loadgen import RunRules
+from inferlab.loadgen import MAX_RATE_PER_S, RunRules
 from inferlab.predict import (
     MAX_BOUND_S,
     MAX_CHIPS,
@@ -103,15 +110,12 @@ from inferlab.workload import Workload, check_fits_context
 #: Llama 3.1 8B on one H200, 1,000 in and 200 out), few enough to plan in seconds.
 DEFAULT_REQUESTS = 4000
 
-#: Halvings of each rate search (the rate to 2^-8 of its upper limit, 0.4 %).
-DEFAULT_ITERATIONS = 8
-
 #: The two ways a replica's work is split (module docstring).
 MODES = ("aggregated", "disaggregated")
 
 #: What can bind a plan (module docstring).
 BINDINGS = ("TTFT", "TPOT", "weight bandwidth", "KV bandwidth", "KV capacity", "compute",
-            "interconnect", "fixed step cost")
+            "interconnect", "fixed step cost", "memory capacity")
 
 #: Families whose chips keep the weights in on-chip SRAM: a replica spans hundreds of
 #: chips, beyond the simulator's replicas (:data:`inferlab.predict.MAX_CHIPS`).
@@ -122,8 +126,7 @@ SRAM_FAMILIES = ("lpu", "wafer-scale")
 #: with ``precision="fp4"``, not assumed.
 DEFAULT_PRECISIONS = ("fp8", "int8", "bf16")
 
-#: The most requests per second a plan takes, and the most chips it may need.
-MAX_RATE_PER_S = 1e6
+#: The most chips a plan may need.
 MAX_PLAN_CHIPS = 1_000_000
 
 #: A batch at least this share of the most the cache holds is bound by the cache.
@@ -143,12 +146,11 @@ class Pool:
     """One pool of identical replicas in a plan.
 
     ``role`` is ``"prefill and decode"`` (aggregated), ``"prefill"`` or ``"decode"``;
-    ``rate_per_replica_s`` the requests per second one replica sustains within the bounds;
+    ``rate_per_replica_s`` the requests per second each replica carries in the plan;
     ``ttft_p99_s`` and ``tpot_p99_s`` at that rate (``nan`` where the role has none);
     ``batch`` the most requests a replica's lane holds; ``chunked_prefill`` the engine's
     setting (``None`` for a decode pool); ``method`` how the rate was found;
-    ``binding`` what limits it (:data:`BINDINGS`); ``at_ceiling`` whether the search
-    passed at every rate it tried.
+    ``binding`` what limits it (:data:`BINDINGS`).
 
     Used in chapter 'Choosing hardware'.
     """
@@ -165,7 +167,6 @@ class Pool:
     chunked_prefill: bool | None
     method: str
     binding: str
-    at_ceiling: bool = False
 
     @property
     def chips(self) -> int:
@@ -179,8 +180,7 @@ class Pool:
                 "rate_per_replica_s": self.rate_per_replica_s,
                 "ttft_p99_s": _finite(self.ttft_p99_s), "tpot_p99_s": _finite(self.tpot_p99_s),
                 "batch": self.batch, "chunked_prefill": self.chunked_prefill,
-                "method": self.method, "binding": self.binding,
-                "at_ceiling": self.at_ceiling}
+                "method": self.method, "binding": self.binding}
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,6 @@ class Plan:
     pools: tuple[Pool, ...]
     stack: str
     fitted_on: str
-    at_ceiling: bool
     rate_per_s: float
     usd_per_chip_hour: float
     price: str
@@ -236,7 +235,7 @@ class Plan:
                 "usd_per_mtok_output": _finite(self.usd_per_mtok_output),
                 "usd_per_mtok": _finite(self.usd_per_mtok), "binding": self.binding,
                 "pools": [pool.as_dict() for pool in self.pools], "stack": self.stack,
-                "fitted_on": self.fitted_on, "at_ceiling": self.at_ceiling,
+                "fitted_on": self.fitted_on,
                 "rate_per_s": self.rate_per_s,
                 "usd_per_chip_hour": _finite(self.usd_per_chip_hour), "price": self.price,
                 "prefill_share": self.prefill_share}
@@ -360,7 +359,6 @@ class _Inputs:
     prices: dict
     modes: tuple[str, ...]
     requests: int
-    iterations: int
     max_replica_chips: int
 
     @property
@@ -418,7 +416,7 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
          per_user_tok_s: float | None = None, rate_per_s: float | None = None,
          tokens_per_day: float | None = None, precision: str | None = None, chips=None,
          prices=None, stack=None, modes=MODES, requests: int = DEFAULT_REQUESTS,
-         seed: int = 0, iterations: int = DEFAULT_ITERATIONS,
+         seed: int = 0,
          max_replica_chips: int = MAX_CHIPS) -> PlanResult:
     """The cheapest deployment of ``model`` on each chip kind that serves the traffic within
     the service level (module docstring).
@@ -436,8 +434,9 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
     ``prices`` a price file (default ``data/prices.csv``) or a dict of
     :class:`ChipPrice`; ``stack`` a stack name or :class:`~inferlab.calibration.Stack`
     used on every chip (default: each vendor's calibrated stack, else the assumed one);
-    ``modes`` any of :data:`MODES`; ``requests``, ``seed`` and ``iterations`` set each
-    simulated search; ``max_replica_chips`` caps one replica's chips.
+    ``modes`` any of :data:`MODES`; ``requests`` and ``seed`` set each simulated run (the
+    replica count is searched in whole replicas, so there is no precision to set);
+    ``max_replica_chips`` caps one replica's chips.
 
     Raises ``ValueError`` naming the argument for an unknown model or chip, a length of 0
     or beyond the context, a bound or rate of 0 or less, an unreadable price file.
@@ -464,7 +463,6 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
                      None if stack is None else as_stack(stack, kinds[0], precision or "fp8"),
                      price_table, tuple(m for m in MODES if m in modes),
                      checks.whole("requests", requests, maximum=200_000),
-                     checks.iterations("iterations", iterations),
                      checks.whole("max_replica_chips", max_replica_chips, maximum=MAX_CHIPS))
     planned, refused, every = [], [], []
     for hw in kinds:
@@ -529,13 +527,21 @@ def _plan_chip(hw: specs.Chip, inputs: _Inputs) -> list[Plan]:
                     inputs.prices.get(hw.name, ChipPrice(hw.name, math.nan, "no price")))
     plans, reasons = [], []
     for mode in inputs.modes:
+        # Disaggregated pairs are tried only where they could cost less than the
+        # aggregated plan (each pair's lower bound, module docstring).
+        beat = min((context.cost_per_hour(p.chips) for p in plans), default=math.inf)
         try:
-            plans.append(_aggregated(context, layouts) if mode == "aggregated"
-                         else _disaggregated(context, layouts))
+            found = (_aggregated(context, layouts) if mode == "aggregated"
+                     else _disaggregated(context, layouts, beat))
         except Refused as error:
-            reasons.append(f"{mode}: {error}")
+            reasons.append((mode, str(error)))
+            continue
+        if found is not None:
+            plans.append(found)
     if not plans:
-        raise Refused("; ".join(reasons))
+        if len({reason for _, reason in reasons}) == 1:
+            raise Refused(reasons[0][1])
+        raise Refused("; ".join(f"{mode}: {reason}" for mode, reason in reasons))
     return plans
 
 
@@ -595,10 +601,11 @@ def _replica_layouts(hw: specs.Chip, model: specs.ModelSpec, precision: str,
 
 
 def _aggregated(chip: _Chip, layouts) -> Plan:
-    """Replicas that prefill and decode: per layout, the search's rate over the traffic
-    gives the replicas. Layouts are searched with the stack's own engine, cheapest upper
-    bound first, until no later one can be cheaper; the winner is then searched with
-    chunked prefill switched the other way, and keeps whichever needs fewer chips."""
+    """Replicas that prefill and decode: per layout, the fewest replicas whose share of the
+    traffic one replica serves within the bounds (:func:`_fewest_replicas`). Layouts are
+    tried with the stack's own engine, cheapest lower bound first, until no later one can
+    be cheaper; the winner is then tried with chunked prefill switched the other way, and
+    keeps whichever needs fewer chips."""
     inputs = chip.inputs
     work = inputs.workload
     mean_in, mean_out = work.mean_tokens()
@@ -610,7 +617,7 @@ def _aggregated(chip: _Chip, layouts) -> Plan:
             floors.append(floor)
             continue
         bound = _rate_bound(rep, chip.scheduler(), mean_in, mean_out, inputs.limit_tpot_s)
-        fewest = tp * pp * math.ceil(inputs.rate_per_s / bound)
+        fewest = tp * pp * math.ceil(inputs.rate_per_s / bound[0])
         candidates.append((chip.cost_per_hour(fewest), tp, pp, ep, rep, bound))
     if not candidates:
         raise Refused(_floor_reason(floors))
@@ -620,22 +627,24 @@ def _aggregated(chip: _Chip, layouts) -> Plan:
     for lowest, tp, pp, ep, rep, bound in candidates:
         if best is not None and lowest >= chip.cost_per_hour(best.chips):
             break  # sorted: no later layout can be cheaper
-        pool = _aggregated_pool(chip, tp, pp, ep, own, rep, bound)
+        pool = _aggregated_pool(chip, tp, pp, ep, own, rep, bound, best)
         if pool is not None and (best is None or pool.chips < best.chips):
             best, winner = pool, (tp, pp, ep, rep, bound)
     for engine in _engines(own):
-        if winner is None or engine.chunked_prefill == own.chunked_prefill:
+        # Only a plan above its layout's lower bound can need fewer replicas.
+        if winner is None or engine.chunked_prefill == own.chunked_prefill or \
+                best.replicas <= math.ceil(inputs.rate_per_s / winner[4][0]):
             continue
-        pool = _aggregated_pool(chip, *winner[:3], engine, *winner[3:])
+        pool = _aggregated_pool(chip, *winner[:3], engine, *winner[3:], best)
         if pool is not None and pool.chips < best.chips:
             best = pool
     if best is None:
-        raise Refused(f"no layout of {chip.hw.name} meets the bounds at any rate the search "
-                      "tried")
+        raise Refused(f"no layout of {chip.hw.name} meets the bounds with up to "
+                      f"{MAX_PLAN_CHIPS:,} chips")
     rep = chip.replica(best.tp, best.pp, best.ep)
     share = _prefill_share(rep, mean_in, mean_out, best.batch)
     return _priced(chip, "aggregated", (best,), share, best.ttft_p99_s, best.tpot_p99_s,
-                   best.binding, best.at_ceiling)
+                   best.binding)
 
 
 def _engines(scheduler) -> list:
@@ -650,100 +659,142 @@ def _engines(scheduler) -> list:
     return found or [scheduler]
 
 
-def _search(chip: _Chip, tp: int, pp: int, ep: int, engine, workload: Workload,
-            ttft: float, tpot: float, bound: float = math.inf):
-    """:func:`~inferlab.predict.predict` on one replica with ``engine``: the Server search
-    within the bounds, or steady Offline where there are none. ``bound`` (requests per
-    second no replica exceeds, :func:`_rate_bound`) starts the search at
-    :data:`BOUND_MARGIN` times it instead of at an Offline run; a search that passes there
-    is run again from the Offline rate."""
+def _judge(chip: _Chip, tp: int, pp: int, ep: int, engine, rate: float):
+    """:func:`~inferlab.predict.predict`'s Server run of one replica with ``engine`` at
+    ``rate`` requests per second, judged against the plan's bounds; the
+    :class:`~inferlab.predict.Prediction` and whether it meets them and keeps up."""
     inputs = chip.inputs
-    stack = replace(chip.stack, custom_engine=engine)
-    if not (math.isfinite(ttft) or math.isfinite(tpot)):
-        return predict(chip.hw, tp * pp, inputs.model, chip.precision, "Offline",
-                       workload=workload, stack=stack, tps=[tp], pp=pp, ep=ep,
-                       rules=inputs.rules)
-    for upper in ((BOUND_MARGIN * bound, None) if math.isfinite(bound) else (None,)):
-        found = predict(chip.hw, tp * pp, inputs.model, chip.precision, "Server",
-                        workload=workload, stack=stack, rules=inputs.rules, tps=[tp], pp=pp,
-                        ep=ep, ttft_p99_s=None if math.isinf(ttft) else ttft,
-                        tpot_p99_s=None if math.isinf(tpot) else tpot,
-                        iterations=inputs.iterations, upper_rate_per_s=upper)
-        if not found.at_ceiling:
-            break
-    return found
+    found = predict(chip.hw, tp * pp, inputs.model, chip.precision, "Server",
+                    workload=inputs.workload, stack=replace(chip.stack, custom_engine=engine),
+                    rules=inputs.rules, tps=[tp], pp=pp, ep=ep,
+                    ttft_p99_s=None if math.isinf(inputs.limit_ttft_s) else inputs.limit_ttft_s,
+                    tpot_p99_s=None if math.isinf(inputs.limit_tpot_s) else inputs.limit_tpot_s,
+                    rate_per_s=rate)
+    return found, bool(found.valid and found.completed_share >= 1 - RATE_TOLERANCE)
 
 
-#: The Server search starts this far above a replica's rate bound: the bound is of means
-#: (a batch held steady), and a Poisson stream's p99 is judged below it.
-BOUND_MARGIN = 1.1
-
-
-#: A search whose rate is within this share of the rate the replica completed requests at,
-#: or whose p99 is within it of its bound, is bound by that bound (else by a resource).
+#: A run that has not finished at least this share fewer queries than it was sent while the
+#: stream ran has a queue that grows (:func:`inferlab.loadgen.completed_share`); and a p99
+#: within this share of its bound is what binds a plan.
 RATE_TOLERANCE = 0.05
 
+#: Replicas grow by at least this factor between tries until one meets the bounds, then
+#: the count is bisected: the lower bound is usually within a few replicas.
+GROWTH = 1.25
 
-def _aggregated_pool(chip: _Chip, tp, pp, ep, engine, rep, bound: float) -> Pool | None:
-    """One replica's highest rate within the bounds, and the replicas the traffic needs."""
+#: A replica that misses the bounds at this share of its rate bound or less is nearly idle:
+#: more replicas would only idle it further, so the search stops (what fails is a
+#: request's own floor, not a queue).
+IDLE_SHARE = 0.1
+
+
+def _fewest_replicas(trial, lowest: int, most: int, rate: float, bound: float):
+    """The fewest replicas ``n`` in ``lowest..most`` for which ``trial(rate / n)`` passes,
+    with that trial's result and the result of ``n - 1`` (``None`` where it was not run);
+    ``None`` if no count passes. Tries ``lowest``, grows by :data:`GROWTH`, then bisects."""
+    failed, failure = lowest - 1, None
+    n = lowest
+    while True:
+        found, passed = trial(rate / n)
+        if passed:
+            break
+        failed, failure = n, found
+        if n >= most or rate / n <= IDLE_SHARE * bound:
+            return None
+        n = min(most, max(n + 1, math.ceil(n * GROWTH)))
+    while n - failed > 1:
+        middle = (n + failed) // 2
+        result, passed = trial(rate / middle)
+        if passed:
+            n, found = middle, result
+        else:
+            failed, failure = middle, result
+    return n, found, failure
+
+
+def _aggregated_pool(chip: _Chip, tp, pp, ep, engine, rep, bound, best) -> Pool | None:
+    """The fewest replicas of one layout that serve the traffic within the bounds (fewer
+    than ``best``'s chips, if given), as a :class:`Pool`; ``None`` if none does."""
     inputs = chip.inputs
     work = inputs.workload
     mean_in, mean_out = work.mean_tokens()
-    found = _search(chip, tp, pp, ep, engine, work, inputs.limit_ttft_s, inputs.limit_tpot_s,
-                    bound)
-    if not found.valid or not found.tokens_per_s:
-        return None
-    # A finite run passes above what the replica completes while its queue grows; the
-    # rate it sustains is at most the rate it finished requests at.
-    done = found.tokens_per_s / mean_out
-    if inputs.bounded:
-        rate = min(found.rate_per_s, done)
-        method = (f"simulated: the highest Poisson rate whose p99s meet the bounds, "
-                  f"{inputs.requests:,} requests judged as LoadGen judges a Server run")
-        binding = _bound_binding(found, inputs)
-        if binding is None or found.at_ceiling or rate < found.rate_per_s * (1 - RATE_TOLERANCE):
-            binding = _resource(rep, found.batch, mean_in, mean_out)
-    else:
-        rate = done
+    rate, size = inputs.rate_per_s, tp * pp
+    lowest = max(1, math.ceil(rate / bound[0]))
+    if not inputs.bounded:
+        # Batch work: the replica's steady Offline rate sets the count.
+        found = predict(chip.hw, size, inputs.model, chip.precision, "Offline", workload=work,
+                        stack=replace(chip.stack, custom_engine=engine), tps=[tp], pp=pp,
+                        ep=ep, rules=inputs.rules)
+        if not found.valid or not found.tokens_per_s:
+            return None
+        replicas = math.ceil(rate * mean_out / found.tokens_per_s)
         method = "simulated: steady Offline (no latency bound)"
         binding = _resource(rep, found.batch, mean_in, mean_out)
-    if rate <= 0:
-        return None
-    replicas = math.ceil(inputs.rate_per_s / rate)
-    if replicas * tp * pp > MAX_PLAN_CHIPS:
-        raise Refused(f"the traffic needs more than {MAX_PLAN_CHIPS:,} chips")
-    return Pool("prefill and decode", tp, pp, ep, replicas, rate, found.ttft_p99_s,
-                found.tpot_p99_s, found.batch, engine.chunked_prefill, method, binding,
-                found.at_ceiling)
+    else:
+        most = MAX_PLAN_CHIPS // size
+        if best is not None:
+            most = min(most, math.ceil(best.chips / size) - 1)
+        if most < lowest:
+            return None
+        searched = _fewest_replicas(lambda r: _judge(chip, tp, pp, ep, engine, r), lowest,
+                                    most, rate, bound[0])
+        if searched is None:
+            return None
+        replicas, found, failure = searched
+        method = (f"simulated: one replica at its share of the traffic, "
+                  f"{inputs.requests:,} Poisson requests judged as LoadGen judges a Server "
+                  f"run, the fewest replicas whose p99s meet the bounds")
+        binding = _binding(replicas, lowest, bound[1], found, failure, inputs, rep)
+    return Pool("prefill and decode", tp, pp, ep, replicas, rate / replicas,
+                found.ttft_p99_s, found.tpot_p99_s, found.batch, engine.chunked_prefill,
+                method, binding)
 
 
-def _bound_binding(found, inputs: _Inputs) -> str | None:
-    """``"TTFT"`` or ``"TPOT"``, whichever p99 is nearer its bound, if within
-    :data:`RATE_TOLERANCE` of it; else ``None``."""
+def _binding(replicas: int, lowest: int, bound_term: str, found, failure, inputs: _Inputs,
+             rep) -> str:
+    """What sets a pool's replica count (module docstring): the rate bound's term if the
+    count is that bound's; the smallest replica that holds the model if one is enough;
+    else what the run with one replica fewer missed: a p99 bound (the one nearer its bound
+    in the passing run, where that run was abandoned), or the queue, by the resource that
+    dominates the step."""
+    if replicas == 1:
+        return "memory capacity"
+    if replicas == lowest:
+        return bound_term
+    if failure is not None and failure.valid:
+        # Within the bounds but not keeping up: a resource, not a bound, stopped it.
+        return _resource(rep, found.batch, *inputs.workload.mean_tokens())
     near = {}
     if math.isfinite(inputs.limit_ttft_s):
         near["TTFT"] = found.ttft_p99_s / inputs.limit_ttft_s
     if math.isfinite(inputs.limit_tpot_s):
         near["TPOT"] = found.tpot_p99_s / inputs.limit_tpot_s
-    if not near:
-        return None
-    name = max(near, key=near.get)
-    return name if near[name] >= 1 - RATE_TOLERANCE else None
+    if failure is not None and math.isfinite(failure.ttft_p99_s):
+        near = {"TTFT": failure.ttft_p99_s / inputs.limit_ttft_s,
+                "TPOT": failure.tpot_p99_s / inputs.limit_tpot_s}
+    return max(near, key=near.get)
 
 
-def _rate_bound(rep, scheduler, mean_in: float, mean_out: float, tpot: float) -> float:
+def _rate_bound(rep, scheduler, mean_in: float, mean_out: float,
+                tpot: float) -> tuple[float, str]:
     """An upper bound on the requests per second one replica completes within the TPOT
-    bound: every FLOP at the stack's compute rate, every step one read of the weights (and
-    the fixed cost) at the largest batch its cache and engine hold, and no more than the
-    decode steps alone allow within the bound (:func:`_decode_rate`)."""
+    bound, and its term: every FLOP at the stack's compute rate (``compute``), every step
+    one read of the weights and the fixed cost at the largest batch its cache and engine
+    hold (``weight bandwidth``, or ``KV capacity`` where the cache caps the batch), and no
+    more than the decode steps alone allow within the bound (``TPOT``,
+    :func:`_decode_rate`)."""
     per_request = rep.flop_per_token * (mean_in + mean_out)
     compute = rep.lanes * rep.peak_flop_per_s * rep.compute_efficiency / per_request
-    batch = max(1, min(scheduler.max_batch,
-                       int(rep.kv_capacity_tokens // max(1.0, mean_in + mean_out))))
+    holds = int(rep.kv_capacity_tokens // max(1.0, mean_in + mean_out))
+    batch = max(1, min(scheduler.max_batch, holds))
     step = float(rep.weights_s(batch)) + rep.step_overhead_s
     memory = rep.lanes * batch / (mean_out * step)
     decode = _decode_rate(rep, scheduler, mean_in, mean_out, tpot)
-    return min(compute, memory, decode[2] if decode else math.inf)
+    terms = {"compute": compute,
+             "KV capacity" if holds <= scheduler.max_batch else "weight bandwidth": memory,
+             "TPOT": decode[2] if decode else math.inf}
+    name = min(terms, key=terms.get)
+    return terms[name], name
 
 
 def _decode_rate(rep, scheduler, mean_in: float, mean_out: float, tpot: float):
@@ -786,12 +837,15 @@ def _floor_reason(floors) -> str:
     best = min(relevant, key=lambda f: f[1])
     rep, bound = best[3], best[2]
     if kind == "TPOT":
-        weights = rep.weight_bytes / rep.lanes
-        ideal = weights / rep.bandwidth_bytes_per_s
+        # A token passes every pipeline stage in turn, each reading its share of the
+        # weights at its lane's bandwidth: the whole weights over one lane's bandwidth.
+        ideal = rep.weight_bytes / rep.bandwidth_bytes_per_s
+        stages = f"{rep.lanes} stages of {rep.tp}" if rep.lanes > 1 else f"{rep.tp}"
         return (f"a TPOT p99 of {_ms(bound)} is below every layout's floor: the fastest, "
-                f"{rep.name}, takes {_ms(best[1])} a token at batch 1 (its "
-                f"{weights / 1e9:,.1f} GB of weights per lane over {rep.tp} chips' "
-                f"{rep.bandwidth_bytes_per_s / 1e12:,.1f} TB/s alone take {_ms(ideal)})")
+                f"{rep.name}, takes {_ms(best[1])} a token at batch 1 (reading its "
+                f"{rep.weight_bytes / 1e9:,.1f} GB of weights alone, {stages} chip(s) at "
+                f"{rep.bandwidth_bytes_per_s / 1e12:,.1f} TB/s, takes {_ms(ideal)}; the "
+                f"stack's fixed cost per step is {_ms(rep.step_overhead_s)})")
     return (f"a TTFT p99 of {_ms(bound)} is below every layout's floor: the fastest, "
             f"{rep.name}, prefills the longest prompt alone in {_ms(best[1])}")
 
@@ -801,17 +855,22 @@ def _ms(seconds: float) -> str:
 
 
 def _sram_reason(hw: specs.Chip, inputs: _Inputs) -> str:
-    precision = inputs.precision or _default_precision(hw)
+    """Why an SRAM machine is not planned, judged by its own bound: the fewest chips whose
+    SRAM holds the weights, and the time to read them once across all of those chips."""
     from inferlab.capacity import weight_bytes
 
+    precision = inputs.precision or "int8"
     need = weight_bytes(inputs.model.params_total, precision)
     chips = math.ceil(need / hw.memory_capacity_bytes)
     floor = need / (chips * hw.memory_bandwidth_bytes_per_s)
-    return (f"{hw.name} keeps the weights in SRAM: {inputs.model.name} at {precision} "
-            f"({need / 1e9:,.0f} GB) spans at least {chips:,} chips, a pipeline past the "
-            f"simulator's {MAX_CHIPS}-chip replicas; by its own bound a token takes at least "
-            f"{_ms(floor)} (its weights over those chips' SRAM bandwidth), and chapter "
-            "'Choosing hardware' models such pipelines in closed form")
+    head = (f"{hw.name} keeps the weights in on-chip SRAM: {inputs.model.name} at "
+            f"{precision} ({need / 1e9:,.0f} GB) spans at least {chips:,} chip(s), whose "
+            f"SRAM reads them once in {_ms(floor)} at best")
+    if floor > inputs.limit_tpot_s:
+        return f"{head}, over the TPOT p99 of {_ms(inputs.limit_tpot_s)}"
+    return (f"{head}; the planner's step model describes replicas of HBM chips, not "
+            "pipelines of SRAM chips, so it prices none (chapter 'Choosing hardware' "
+            "models those in closed form)")
 
 
 def _resource(rep, batch: int, mean_in: float, mean_out: float) -> str:
@@ -851,14 +910,15 @@ def _prefill_share(rep, mean_in: float, mean_out: float, batch: int) -> float:
 # ---- disaggregated --------------------------------------------------------------------
 
 
-def _disaggregated(chip: _Chip, layouts) -> Plan:
+def _disaggregated(chip: _Chip, layouts, beat: float = math.inf) -> Plan | None:
     """Decode replicas, each fed by prefill servers of its own, simulated as one unit.
 
-    Per (decode layout, prefill layout) pair: the decode replicas the closed form needs
-    (:func:`_decode_rates`), the prefill servers that keep pace with each at
-    :data:`PREFILL_LOAD`, then :func:`~inferlab.predict.predict` searches the unit's highest
-    rate within the bounds; a unit that falls short of its share of the traffic gets more
-    replicas and is searched again. Pairs are tried cheapest lower bound first."""
+    Per (decode layout, prefill layout) pair: each unit is a decode replica and the prefill
+    servers that keep pace with its share of the traffic at :data:`PREFILL_LOAD`; the
+    fewest units whose share :func:`~inferlab.predict.predict` serves within the bounds
+    (:func:`_fewest_replicas`, from the decode closed form's count,
+    :func:`_decode_rates`). Pairs are tried cheapest lower bound first; ``None`` if no pair
+    can cost less an hour than ``beat`` (the aggregated plan's)."""
     inputs = chip.inputs
     hw, work = chip.hw, inputs.workload
     if not (math.isfinite(hw.scaleout_bytes_per_s) and hw.scaleout_bytes_per_s > 0):
@@ -889,32 +949,27 @@ def _disaggregated(chip: _Chip, layouts) -> Plan:
     candidates.sort(key=lambda item: (item[0], item[1]))
     best = None
     for lower, (tp, pp, ep), rep, prefill_s, decode in candidates:
-        if best is not None and chip.cost_per_hour(lower) >= \
-                chip.cost_per_hour(best[0].chips + best[1].chips):
+        limit = beat if best is None else min(beat, chip.cost_per_hour(best[0].chips
+                                                                      + best[1].chips))
+        if chip.cost_per_hour(lower) >= limit:
             break  # sorted: no later pair can be cheaper
-        found = _disaggregated_unit(chip, (tp, pp, ep), rep, prefill_s, decode)
-        if found is None:
-            continue
-        if best is None or chip.cost_per_hour(found[0].chips + found[1].chips) < \
-                chip.cost_per_hour(best[0].chips + best[1].chips):
+        found = _disaggregated_unit(chip, (tp, pp, ep), rep, prefill_s, decode, limit)
+        if found is not None:
             best = found
     if best is None:
-        raise Refused("no pair of prefill and decode layouts meets the bounds at any rate "
-                      "the search tried")
-    prefill, decode, search = best
+        if math.isfinite(beat):
+            return None
+        raise Refused(f"no pair of prefill and decode layouts meets the bounds with up to "
+                      f"{MAX_PLAN_CHIPS:,} chips")
+    prefill, decode, judged = best
     share = prefill.chips / (prefill.chips + decode.chips)
-    binding = decode.binding if search.tpot_p99_s / inputs.limit_tpot_s >= (
-        search.ttft_p99_s / inputs.limit_ttft_s) else "TTFT"
-    return _priced(chip, "disaggregated", (prefill, decode), share, search.ttft_p99_s,
-                   search.tpot_p99_s, binding, search.at_ceiling)
+    return _priced(chip, "disaggregated", (prefill, decode), share, judged.ttft_p99_s,
+                   judged.tpot_p99_s, decode.binding)
 
 
 #: The share of its time a prefill server is planned busy: below 1, so its queue (and the
 #: TTFT it adds) stays short; the simulation then judges the TTFT it gives.
 PREFILL_LOAD = 0.85
-
-#: How many times a disaggregated unit is resized after a search that fell short.
-RESIZES = 4
 
 
 def _transfer_s(rep, hw: specs.Chip, prompt_tokens: int) -> float:
@@ -949,51 +1004,66 @@ def _decode_rates(chip: _Chip, layouts, mean_in: float, mean_out: float):
 
 
 def _disaggregated_unit(chip: _Chip, prefill_layout, prefill_rep, prefill_s: float,
-                        decode: Pool):
-    """The pools of one (prefill, decode) pair sized for the traffic and searched, or
-    ``None`` if no size meets the bounds."""
+                        decode: Pool, limit: float):
+    """The pools of one (prefill, decode) pair, the fewest units that serve the traffic
+    within the bounds and cost less an hour than ``limit``, and the judged run of one unit;
+    ``None`` if no count does."""
     inputs = chip.inputs
     hw = chip.hw
     tp, pp, ep = prefill_layout
-    prefill_tokens = inputs.workload.mean_tokens()[0]
-    replicas = max(1, math.ceil(inputs.rate_per_s / decode.rate_per_replica_s))
-    for _ in range(RESIZES):
-        share = inputs.rate_per_s / replicas
-        servers = max(1, math.ceil(share * prefill_s / PREFILL_LOAD))
+    rate = inputs.rate_per_s
+    unit_servers = {}
+
+    def servers(share: float) -> int:
+        return max(1, math.ceil(share * prefill_s / PREFILL_LOAD))
+
+    def trial(share: float):
+        unit_servers[share] = servers(share)
         pool = PrefillPool(prefill_rep.prefill_s, prefill_rep.kv_bytes_per_token,
-                           tp * pp * hw.scaleout_bytes_per_s, servers)
+                           tp * pp * hw.scaleout_bytes_per_s, unit_servers[share])
         engine = replace(chip.scheduler(), chunked_prefill=False, scheduler_steps=1,
                          min_prefill_queries=1, fixed_shape=None, disaggregated=pool)
-        search = _search(chip, decode.tp, decode.pp, decode.ep, engine, inputs.workload,
-                         inputs.limit_ttft_s, inputs.limit_tpot_s,
-                         min(decode.rate_per_replica_s, servers / prefill_s))
-        if search is None or not search.valid or not search.rate_per_s:
-            return None
-        rate = min(search.rate_per_s, search.tokens_per_s / inputs.workload.mean_tokens()[1])
-        if rate >= share * (1 - RATE_TOLERANCE):
-            break
-        replicas = math.ceil(inputs.rate_per_s / rate)
-    else:
+        return _judge(chip, decode.tp, decode.pp, decode.ep, engine, share)
+
+    def chips(units: int) -> int:
+        return units * (decode.tp * decode.pp + servers(rate / units) * tp * pp)
+
+    lowest = max(1, math.ceil(rate / decode.rate_per_replica_s))
+    most = lowest
+    # The most units worth trying: past them the plan costs at least ``limit``.
+    while chips(most + 1) <= MAX_PLAN_CHIPS and chip.cost_per_hour(chips(most + 1)) < limit \
+            and most < MAX_PLAN_CHIPS:
+        most = max(most + 1, math.ceil(most * GROWTH))
+    if chip.cost_per_hour(chips(lowest)) >= limit:
         return None
-    if replicas * (decode.tp * decode.pp + servers * tp * pp) > MAX_PLAN_CHIPS:
-        raise Refused(f"the traffic needs more than {MAX_PLAN_CHIPS:,} chips")
-    method = (f"simulated as one unit: a decode replica fed by {servers} prefill server(s) "
-              f"first come first served, the highest Poisson rate within the bounds over "
-              f"{inputs.requests:,} requests")
-    prefill = Pool("prefill", tp, pp, ep, replicas * servers, rate / servers,
-                   search.ttft_p99_s, math.nan, 1, False, method,
+    searched = _fewest_replicas(trial, lowest, most, rate, decode.rate_per_replica_s)
+    if searched is None:
+        return None
+    units, judged, failure = searched
+    if chip.cost_per_hour(chips(units)) >= limit:
+        return None
+    count = unit_servers[rate / units]
+    method = (f"simulated as one unit: a decode replica fed by {count} prefill server(s) "
+              f"first come first served, at its share of the traffic over "
+              f"{inputs.requests:,} Poisson requests, the fewest units whose p99s meet the "
+              "bounds")
+    prefill_tokens = inputs.workload.mean_tokens()[0]
+    prefill = Pool("prefill", tp, pp, ep, units * count, rate / (units * count),
+                   judged.ttft_p99_s, math.nan, 1, False, method,
                    _dominant(prefill_rep, prefill_tokens, 0.0, prefill_tokens ** 2 / 2))
-    decode_pool = replace(decode, replicas=replicas, rate_per_replica_s=rate,
-                          ttft_p99_s=math.nan, tpot_p99_s=search.tpot_p99_s,
-                          batch=search.batch, method=method, at_ceiling=search.at_ceiling)
-    return prefill, decode_pool, search
+    decode_rep = chip.replica(decode.tp, decode.pp, decode.ep)
+    binding = _binding(units, lowest, decode.binding, judged, failure, inputs, decode_rep)
+    decode_pool = replace(decode, replicas=units, rate_per_replica_s=rate / units,
+                          ttft_p99_s=math.nan, tpot_p99_s=judged.tpot_p99_s,
+                          batch=judged.batch, method=method, binding=binding)
+    return prefill, decode_pool, judged
 
 
 # ---- pricing --------------------------------------------------------------------------
 
 
 def _priced(chip: _Chip, mode: str, pools: tuple[Pool, ...], prefill_share: float,
-            ttft_p99: float, tpot_p99: float, binding: str, at_ceiling: bool) -> Plan:
+            ttft_p99: float, tpot_p99: float, binding: str) -> Plan:
     inputs = chip.inputs
     mean_in, mean_out = inputs.workload.mean_tokens()
     chips = sum(pool.chips for pool in pools)
@@ -1008,7 +1078,7 @@ def _priced(chip: _Chip, mode: str, pools: tuple[Pool, ...], prefill_share: floa
         ttft_p99, tpot_p99, per_hour * prefill_share / input_per_hour * 1e6,
         per_hour * (1 - prefill_share) / output_per_hour * 1e6,
         per_hour / output_per_hour * 1e6, binding, pools, chip.stack.name,
-        fitted_on(chip.stack), at_ceiling, rate, chip.price.usd_per_chip_hour,
+        fitted_on(chip.stack), rate, chip.price.usd_per_chip_hour,
         chip.price.label, prefill_share)
 
 
@@ -1058,16 +1128,18 @@ def format_result(result: PlanResult) -> str:
     lines = [f"{result.model}, {result.workload}; TTFT p99 <= "
              f"{_bound_text(result.ttft_p99_s)}, TPOT p99 <= {_bound_text(result.tpot_p99_s)}, "
              f"{result.rate_per_s:,.3g} requests/s (modelled)",
-             f"{'chip':<30s} {'mode':<13s} {'layout':<24s} {'chips':>6s} {'prec':<5s} "
+             f"{'chip':<30s} {'mode':<13s} {'layout':<34s} {'chips':>6s} {'prec':<5s} "
              f"{'tok/s/chip':>10s} {'TTFT ms':>8s} {'TPOT ms':>8s} {'$/M in':>8s} "
              f"{'$/M out':>8s} {'$/M':>8s}  binding"]
+    if not result.plans:
+        lines[1:] = ["no plan: every chip kind was refused, each for the reason below"]
     for p in result.plans:
         lines.append(
-            f"{p.chip[:30]:<30s} {p.mode:<13s} {_layout_text(p)[:24]:<24s} {p.chips:6d} "
+            f"{p.chip[:30]:<30s} {p.mode:<13s} {_layout_text(p):<34s} {p.chips:6d} "
             f"{p.precision:<5s} {p.tokens_per_s_per_chip:10,.0f} {p.ttft_p99_s * 1e3:8,.0f} "
             f"{p.tpot_p99_s * 1e3:8.1f} {money(p.usd_per_mtok_input)} "
             f"{money(p.usd_per_mtok_output)} {money(p.usd_per_mtok)}  {p.binding}"
-            + (" (search at its ceiling)" if p.at_ceiling else ""))
+            )
     if result.plans:
         best = result.plans[0]
         lines.append(f"stack of {best.chip}: {best.stack}; {best.fitted_on}")
@@ -1110,7 +1182,6 @@ def main(argv=None) -> int:
     parser.add_argument("--mode", choices=(*MODES, "both"), default="both")
     parser.add_argument("--requests", type=int, default=DEFAULT_REQUESTS)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:
@@ -1130,7 +1201,7 @@ def main(argv=None) -> int:
                       tokens_per_day=args.tokens_per_day, precision=args.precision,
                       chips=chips, prices=args.prices, stack=args.stack,
                       modes=MODES if args.mode == "both" else (args.mode,),
-                      requests=args.requests, seed=args.seed, iterations=args.iterations)
+                      requests=args.requests, seed=args.seed)
     except (ValueError, TypeError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

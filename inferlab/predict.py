@@ -67,17 +67,21 @@ from inferlab.feasibility import Infeasible, layout
 from inferlab.loadgen import (
     BENCHMARK_MODELS,
     BOUNDS,
+    MAX_RATE_PER_S,
+    MIN_SEARCH_RATE_PER_S,
     SCENARIOS,
     LatencyBounds,
     QueryLog,
     RunRules,
     System,
     benchmark_of,
+    completed_share,
     dealt_in_turn,
     find_server_rate,
     loadgen_percentile,
     mlperf_rules,
     run_scenario,
+    server_trial,
 )
 from inferlab.simulator import simulate
 from inferlab.steptime import replica
@@ -132,7 +136,9 @@ class Prediction:
     Interactive run; ``workload`` what was served; ``rules`` how the run was judged
     (``"MLPerf <benchmark>"``, ``"steady Offline"``, or the open rules); ``at_ceiling``
     whether a rate search passed at every rate it tried, so that its own upper limit, not
-    a bound, stopped it.
+    a bound, stopped it; ``completed_share`` for a Server or Interactive run, queries
+    finished per query issued while the stream ran
+    (:func:`~inferlab.loadgen.completed_share`: about 1 where the system keeps up).
 
     Used in chapters 'Batching' and 'Choosing hardware'.
     """
@@ -159,6 +165,7 @@ class Prediction:
     workload: str = ""
     rules: str = ""
     at_ceiling: bool = False
+    completed_share: float = math.nan
 
     def as_dict(self) -> dict:
         """The prediction as plain JSON-ready values."""
@@ -330,7 +337,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
             rules: RunRules | None = None, tps=None, pp: int | None = None, ep: int = 1,
             dispatch: str = "round-robin", ttft_p99_s: float | None = None,
             tpot_p99_s: float | None = None, iterations: int = SEARCH_ITERATIONS,
-            upper_rate_per_s: float | None = None) -> Prediction:
+            rate_per_s: float | None = None) -> Prediction:
     """The modelled result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
 
     ``chip``, ``model`` and ``stack`` are names or the objects themselves
@@ -348,9 +355,11 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     level of one's own for a Server run (each optional; the other is then unbounded):
     the search finds the highest Poisson rate whose p99s meet them, judged otherwise as
     MLPerf judges a Server run, on any workload and any model. ``iterations`` is the
-    number of halvings of that rate search, and ``upper_rate_per_s`` its starting upper
-    limit in requests per second per system (default: a fifth above the Offline rate;
-    a limit every trial passes below shows as ``at_ceiling``).
+    number of halvings of that rate search. ``rate_per_s`` (requests per second to the
+    whole system) runs the Server scenario at that rate instead of searching: one run,
+    judged by the same rules, its verdict in ``valid`` (a run abandoned once a bound is
+    sure to be missed is invalid, its p99s ``nan``) and ``completed_share`` telling
+    whether the system kept up with the rate.
 
     Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits (with the
     gigabytes it needs) and ``ValueError`` for an unknown chip, model, stack, format,
@@ -367,6 +376,12 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     check_fits_context(workload, spec.context_length_tokens, spec.name)
     ep = checks.whole("ep", ep)
     iterations = checks.iterations("iterations", iterations)
+    if rate_per_s is not None:
+        if scenario not in ("Server", "Interactive"):
+            raise ValueError(f"rate_per_s: a {scenario} run has no rate to set; give "
+                             "scenario='Server' or 'Interactive'")
+        rate_per_s = checks.real("rate_per_s", rate_per_s, low=MIN_SEARCH_RATE_PER_S,
+                                 high=MAX_RATE_PER_S)
     mlperf = workload.benchmark in BOUNDS
     benchmark = workload.benchmark if mlperf else benchmark_of(spec.name)
     limit = _service_level(ttft_p99_s, tpot_p99_s, scenario)
@@ -414,12 +429,16 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
             if scenario in ("Server", "Interactive"):
                 # With bounds of the caller's own the benchmark names nothing the run
                 # uses, and a model with none (Qwen3, say) passes an empty name.
-                search = find_server_rate(system, scenario, workload=workload,
-                                          model=benchmark or "", rules=rules,
-                                          iterations=iterations, limit=limit,
-                                          upper_rate_per_s=upper_rate_per_s)
-                summary, rate = search.best, search.rate_per_s
-                ceiling = search.at_ceiling
+                if rate_per_s is None:
+                    search = find_server_rate(system, scenario, workload=workload,
+                                              model=benchmark or "", rules=rules,
+                                              iterations=iterations, limit=limit)
+                    summary, rate = search.best, search.rate_per_s
+                    ceiling = search.at_ceiling
+                else:
+                    summary = server_trial(system, scenario, workload, benchmark or "",
+                                           rate_per_s, rules, limit)
+                    rate = rate_per_s
                 if summary is None:
                     continue
             else:
@@ -433,14 +452,16 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                 float(tokens_per_s), float(summary.result), summary.unit, summary.valid,
                 summary.ttft_p99_s, summary.tpot_p99_s,
                 peak_batch(log, system.replicas, system.shares(len(log))), rate, tp_from,
-                stages, experts, workload.name, judged, ceiling)
+                stages, experts, workload.name, judged, ceiling,
+                completed_share(log) if scenario in ("Server", "Interactive") else math.nan)
         if best is None or _better(candidate, best):
             best = candidate
     if best is None:
         tp, stages, experts, _ = layouts[0]
         return Prediction(hw.name, chips, spec.name, precision, scenario, stack.name, tp,
                           chips // (tp * stages), 0.0, 0.0, "tokens/s", False, math.nan,
-                          math.nan, 0, 0.0, tp_from, stages, experts, workload.name, judged)
+                          math.nan, 0, rate_per_s or 0.0, tp_from, stages, experts,
+                          workload.name, judged)
     return best
 
 

@@ -324,7 +324,7 @@ GOOD = {
     "bisection.highest_passing.trial": lambda: (lambda x: (x < 3.0, x)),
     "server.write_tokenizer_dir.path": lambda: Path(tempfile.mkdtemp()),
     "engine.Engine.show": None, "traffic.make_requests.rate_per_s": 10.0,
-    "loadgen.run_scenario.rate_per_s": 5.0,
+    "loadgen.run_scenario.rate_per_s": 5.0, "loadgen.server_trial.rate": 5.0,
     "loadgen.System.ceiling_rate_per_s.prompts": np.full(2, 300),
     "loadgen.System.ceiling_rate_per_s.outputs": np.full(2, 294),
     "scheduler.PrefillPool.ready_s.prompt_tokens": np.full(2, 8),
