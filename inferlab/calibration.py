@@ -359,12 +359,13 @@ def stack(name: str) -> Stack:
     return known[name]
 
 
-def stack_for(chip: str, precision: str) -> Stack:
-    """The calibrated stack that serves ``chip`` at ``precision`` (see :data:`VENDOR_STACK`).
+def stack_for(chip, precision: str) -> Stack:
+    """The calibrated stack that serves ``chip`` (a name or a
+    :class:`~inferlab.specs.Chip`) at ``precision`` (see :data:`VENDOR_STACK`).
 
     Raises ``ValueError`` for a chip of a vendor without a calibrated stack.
     """
-    name = specs.chip(chip).name
+    name = specs.as_chip(chip).name
     vendor = name.split()[0]
     key = (vendor, precision) if (vendor, precision) in VENDOR_STACK else (vendor, None)
     if key not in VENDOR_STACK:

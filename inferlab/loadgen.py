@@ -1178,14 +1178,15 @@ class ServerSearch:
 
 
 def server_trial(system: System, scenario: str, workload: Workload, model: str,
-                 rate: float, rules: RunRules,
-                 limit: LatencyBounds | None = None) -> Summary | None:
+                 rate: float, rules: RunRules, limit: LatencyBounds | None = None,
+                 abandon: bool = True) -> Summary | None:
     """A Server or Interactive run at ``rate``, as :func:`run_scenario` does it, abandoned
     (``None``) as soon as its verdict is certain to be invalid.
 
     LoadGen's p99 is the sorted value at ``floor(0.99 n)``, so it is over a bound
     once ``n - floor(0.99 n)`` queries are; near and past saturation the first
     replica or two usually show that many, and the rest need not be simulated.
+    ``abandon=False`` runs it whole, for the p99s of a run that misses.
 
     Used in chapter 'Choosing hardware'.
     """
@@ -1200,7 +1201,7 @@ def server_trial(system: System, scenario: str, workload: Workload, model: str,
         over[1] += int(np.count_nonzero(part.tpot_s > limit.tpot_s))
         return max(over) >= enough
 
-    log = _poisson_run(system, workload, rate, n, hopeless)
+    log = _poisson_run(system, workload, rate, n, hopeless if abandon else None)
     if log is None:
         return None
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate,

@@ -751,28 +751,23 @@ def _aggregated_pool(chip: _Chip, tp, pp, ep, engine, rep, bound, best) -> Pool 
 
 
 def _binding(replicas: int, lowest: int, bound_term: str, found, failure, inputs: _Inputs,
-             rep) -> str:
+             rep, single: str = "memory capacity") -> str:
     """What sets a pool's replica count (module docstring): the rate bound's term if the
-    count is that bound's; the smallest replica that holds the model if one is enough;
-    else what the run with one replica fewer missed: a p99 bound (the one nearer its bound
-    in the passing run, where that run was abandoned), or the queue, by the resource that
-    dominates the step."""
+    count is that bound's; ``single`` if one is enough (for an aggregated pool, the
+    smallest replica that holds the model); else what the run with one replica fewer
+    missed: the resource that dominates the step where its queue grew, else the p99 bound
+    it missed by the most."""
     if replicas == 1:
-        return "memory capacity"
+        return single
     if replicas == lowest:
         return bound_term
-    if failure is not None and failure.valid:
-        # Within the bounds but not keeping up: a resource, not a bound, stopped it.
-        return _resource(rep, found.batch, *inputs.workload.mean_tokens())
-    near = {}
-    if math.isfinite(inputs.limit_ttft_s):
-        near["TTFT"] = found.ttft_p99_s / inputs.limit_ttft_s
-    if math.isfinite(inputs.limit_tpot_s):
-        near["TPOT"] = found.tpot_p99_s / inputs.limit_tpot_s
-    if failure is not None and math.isfinite(failure.ttft_p99_s):
-        near = {"TTFT": failure.ttft_p99_s / inputs.limit_ttft_s,
-                "TPOT": failure.tpot_p99_s / inputs.limit_tpot_s}
-    return max(near, key=near.get)
+    if failure.completed_share < 1 - RATE_TOLERANCE:
+        # One replica fewer could not keep up: its queue grew (whatever bound caught it),
+        # so the resource that dominates the step binds.
+        return _resource(rep, failure.batch, *inputs.workload.mean_tokens())
+    over = {"TTFT": failure.ttft_p99_s / inputs.limit_ttft_s,
+            "TPOT": failure.tpot_p99_s / inputs.limit_tpot_s}
+    return max(over, key=over.get)
 
 
 def _rate_bound(rep, scheduler, mean_in: float, mean_out: float,
@@ -790,9 +785,13 @@ def _rate_bound(rep, scheduler, mean_in: float, mean_out: float,
     step = float(rep.weights_s(batch)) + rep.step_overhead_s
     memory = rep.lanes * batch / (mean_out * step)
     decode = _decode_rate(rep, scheduler, mean_in, mean_out, tpot)
+    # The decode closed form is the TPOT bound's only where the bound, not the cache or
+    # the engine, caps its batch.
+    held = "TPOT" if decode and decode[0] < decode[3] else (
+        _resource(rep, decode[0], mean_in, mean_out) if decode else "TPOT")
     terms = {"compute": compute,
-             "KV capacity" if holds <= scheduler.max_batch else "weight bandwidth": memory,
-             "TPOT": decode[2] if decode else math.inf}
+             "KV capacity" if holds <= scheduler.max_batch else "weight bandwidth": memory}
+    terms[held] = min(terms.get(held, math.inf), decode[2] if decode else math.inf)
     name = min(terms, key=terms.get)
     return terms[name], name
 
@@ -1052,7 +1051,8 @@ def _disaggregated_unit(chip: _Chip, prefill_layout, prefill_rep, prefill_s: flo
                    judged.ttft_p99_s, math.nan, 1, False, method,
                    _dominant(prefill_rep, prefill_tokens, 0.0, prefill_tokens ** 2 / 2))
     decode_rep = chip.replica(decode.tp, decode.pp, decode.ep)
-    binding = _binding(units, lowest, decode.binding, judged, failure, inputs, decode_rep)
+    binding = _binding(units, lowest, decode.binding, judged, failure, inputs, decode_rep,
+                       decode.binding)
     decode_pool = replace(decode, replicas=units, rate_per_replica_s=rate / units,
                           ttft_p99_s=math.nan, tpot_p99_s=judged.tpot_p99_s,
                           batch=judged.batch, method=method, binding=binding)

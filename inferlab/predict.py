@@ -357,9 +357,8 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     MLPerf judges a Server run, on any workload and any model. ``iterations`` is the
     number of halvings of that rate search. ``rate_per_s`` (requests per second to the
     whole system) runs the Server scenario at that rate instead of searching: one run,
-    judged by the same rules, its verdict in ``valid`` (a run abandoned once a bound is
-    sure to be missed is invalid, its p99s ``nan``) and ``completed_share`` telling
-    whether the system kept up with the rate.
+    judged by the same rules and simulated whole, its verdict in ``valid`` and
+    ``completed_share`` telling whether the system kept up with the rate.
 
     Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits (with the
     gigabytes it needs) and ``ValueError`` for an unknown chip, model, stack, format,
@@ -437,7 +436,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                     ceiling = search.at_ceiling
                 else:
                     summary = server_trial(system, scenario, workload, benchmark or "",
-                                           rate_per_s, rules, limit)
+                                           rate_per_s, rules, limit, abandon=False)
                     rate = rate_per_s
                 if summary is None:
                     continue
