@@ -323,14 +323,21 @@ class ChipPrice:
     label: str
 
 
-def chip_prices(path: str | Path | None = None) -> dict[str, ChipPrice]:
-    """The cheapest price per chip in a price file (default ``data/prices.csv``), checked
-    as :func:`inferlab.data.load_table` checks it; a row naming a chip
-    ``data/hardware.csv`` does not know fails with its file and line."""
-    if path is None:
+def chip_prices(prices: str | Path | None = None) -> dict[str, ChipPrice]:
+    """The cheapest price per chip in the price file ``prices`` (default
+    ``data/prices.csv``), checked as :func:`inferlab.data.load_table` checks it; a file
+    that cannot be read fails naming it, and a row naming a chip ``data/hardware.csv``
+    does not know fails with its file and line."""
+    if prices is None:
         frame, where = load_table("prices"), DATA_DIR / "prices.csv"
     else:
-        where = Path(path)
+        if not isinstance(prices, (str, Path)) or not str(prices).strip():
+            raise ValueError(f"prices: {prices!r}; give the path of a price file with the "
+                             "columns of data/prices.csv")
+        where = Path(prices)
+        if not where.is_file():
+            raise ValueError(f"prices: {where}: no such file; give the path of a price file "
+                             "with the columns of data/prices.csv")
         frame = read_table("prices", where)
     found: dict[str, ChipPrice] = {}
     known = set(specs.chips())

@@ -325,6 +325,14 @@ GOOD = {
     "server.write_tokenizer_dir.path": lambda: Path(tempfile.mkdtemp()),
     "engine.Engine.show": None, "traffic.make_requests.rate_per_s": 10.0,
     "loadgen.run_scenario.rate_per_s": 5.0, "loadgen.server_trial.rate": 5.0,
+    "plan.plan.rate_per_s": 10.0, "plan.plan.chips": ["NVIDIA H200 SXM"],
+    "plan.plan.input_tokens": 500, "plan.plan.output_tokens": 100, "plan.plan.requests": 300,
+    "plan.plan.tpot_p99_s": 0.05,
+    "plan.stack": lambda: __import__("inferlab.calibration").calibration.stack(
+        "TensorRT-LLM FP8"),
+    "plan.result": lambda: __import__("inferlab.plan").plan.plan(
+        "Llama 3.1 8B", input_tokens=500, output_tokens=100, tpot_p99_s=0.05, rate_per_s=10,
+        chips=["NVIDIA H200 SXM"], requests=300),
     "loadgen.System.ceiling_rate_per_s.prompts": np.full(2, 300),
     "loadgen.System.ceiling_rate_per_s.outputs": np.full(2, 294),
     "scheduler.PrefillPool.ready_s.prompt_tokens": np.full(2, 8),
