@@ -135,3 +135,25 @@ def test_ex_hw_specdec_is_the_least_acceptance_that_explains_groqs_speed_up(answ
     assert all(speed_up(a - 0.005, j) < target for j in range(1, int(longest) + 1))
     # A nearly free draft asks for less acceptance than the text's 5 % draft.
     assert a * 100 < answers["hw_spec_groq_accept"]
+
+
+@pytest.mark.build
+def test_ex_hw_plan_meets_its_bounds_prices_its_chips_and_never_more_than_doubles(answers):
+    from inferlab.plan import chip_prices
+
+    prices = chip_prices()
+    for label, tokens_per_day in (("1b", 1e9), ("2b", 2e9)):
+        rate = answers[f"ex_hw_plan_{label}_rate"]
+        assert rate == pytest.approx(tokens_per_day / DAY_S / 300)
+        for short, chip in (("h200", "NVIDIA H200 SXM"), ("b200", "NVIDIA B200")):
+            key = f"ex_hw_plan_{short}_{label}"
+            assert answers[f"{key}_ttft"] <= 3.0 and answers[f"{key}_tpot"] <= 0.04, key
+            # Chips times the cheapest listed price, over the output tokens of an hour.
+            per_hour = answers[f"{key}_chips"] * prices[chip].usd_per_chip_hour
+            assert answers[f"{key}_usd"] == pytest.approx(per_hour / (rate * 300 * 3600) * 1e6)
+    for short in ("h200", "b200"):
+        one, two = answers[f"ex_hw_plan_{short}_1b_chips"], answers[f"ex_hw_plan_{short}_2b_chips"]
+        assert one <= two <= 2 * one, short
+    cheaper = min((("NVIDIA H200 SXM", "h200"), ("NVIDIA B200", "b200")),
+                  key=lambda pair: answers[f"ex_hw_plan_{pair[1]}_1b_usd"])[0]
+    assert answers["ex_hw_plan_cheaper"] == cheaper
