@@ -16,6 +16,23 @@ os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE_DIR))
 __version__ = "0.1.0"
 
 
+def callable_module(name: str, function) -> None:
+    """Make the module called ``name`` callable as ``function``, so that ``import
+    inferlab; inferlab.plan(...)`` runs the planner while ``python -m inferlab.plan`` and
+    ``from inferlab.plan import plan`` keep working. A module's class may be swapped for
+    a subclass of ``ModuleType`` (Python 3.5+)."""
+    import sys
+    import types
+
+    class CallableModule(types.ModuleType):
+        __doc__ = f"The module {name}, callable as {function.__name__}."
+
+        def __call__(self, *args, **kwargs):
+            return function(*args, **kwargs)
+
+    sys.modules[name].__class__ = CallableModule
+
+
 def __getattr__(name: str):
     """Import a submodule on first use, so that ``import inferlab`` then
     ``inferlab.predict(...)`` (the predictor, callable) or ``inferlab.workload.Workload``

@@ -399,7 +399,7 @@ def stack_or_assumed(chip, precision: str) -> Stack:
     """The calibrated stack of ``chip``'s vendor at ``precision`` (:func:`stack_for`), else
     :func:`assumed_stack`."""
     try:
-        return stack_for(specs.as_chip(chip).name, precision)
+        return stack_for(chip, precision)
     except ValueError:
         return assumed_stack()
 

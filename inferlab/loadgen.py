@@ -1172,8 +1172,9 @@ class ServerSearch:
 
     @property
     def at_ceiling(self) -> bool:
-        """Whether every rate tried passed: the search's own upper limit stopped it, not a
-        bound, so the system may sustain more (or, without a TTFT bound, its queue grows)."""
+        """Whether every rate tried passed, so that the search's own upper limit stopped it,
+        not a bound, and the system may sustain more (or, without a TTFT bound, its queue
+        grows)."""
         return bool(self.trials) and all(trial.valid for trial in self.trials)
 
 
@@ -1208,12 +1209,12 @@ def server_trial(system: System, scenario: str, workload: Workload, model: str,
                  limit=limit)
 
 
-#: The most queries per second a Server run is asked for: far past any system modelled here.
+#: The most queries per second a Server run is asked for, far past any system modelled here.
 MAX_RATE_PER_S = 1e6
 
 
-#: The share of a run's queries issued before :func:`completed_share` starts counting: the
-#: system fills in it.
+#: The share of a run's queries issued before :func:`completed_share` starts counting, the
+#: time in which the system fills.
 WARMUP_SHARE = 0.2
 
 

@@ -29,7 +29,7 @@ experts). Two modes:
   meet the bounds and it finished as many queries as it was sent while the stream ran
   (:func:`~inferlab.loadgen.completed_share`: without a TTFT bound, a queue that grows
   for ever still meets a TPOT bound). The plan is the fewest replicas that pass, found
-  from a lower bound up (:func:`_fewest_replicas`); its p99s are those of its own
+  from a lower bound up, growing then bisecting the count; its p99s are those of its own
   traffic, so a plan meets its service level in the simulator by construction.
 - **disaggregated** (DistServe, Splitwise): one pool prefills, another decodes. A unit is
   one decode replica fed first come first served by the prefill servers that keep pace
@@ -81,14 +81,13 @@ import argparse
 import json
 import math
 import sys
-import types
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
 import numpy as np
 
-from inferlab import checks, specs
+from inferlab import callable_module, checks, specs
 from inferlab.calibration import Stack, stack_or_assumed
 from inferlab.data import DATA_DIR, load_table, read_table
 from inferlab.feasibility import Infeasible, layout
@@ -105,9 +104,9 @@ from inferlab.roofline import sustained_flop_per_s
 from inferlab.scheduler import PrefillPool
 from inferlab.workload import Workload, check_fits_context
 
-#: Requests each simulated rate search draws: enough that the queue a rate builds shows in
-#: the p99 (4,000 requests give the rate MLPerf's 600-second runs give within 3 % for
-#: Llama 3.1 8B on one H200, 1,000 in and 200 out), few enough to plan in seconds.
+#: Requests each simulated run draws, enough that the queue a rate builds shows in the p99
+#: (4,000 requests give the rate MLPerf's 600-second runs give within 3 % for Llama 3.1 8B
+#: on one H200, 1,000 in and 200 out) and few enough to plan in seconds.
 DEFAULT_REQUESTS = 4000
 
 #: The two ways a replica's work is split (module docstring).
@@ -117,13 +116,13 @@ MODES = ("aggregated", "disaggregated")
 BINDINGS = ("TTFT", "TPOT", "weight bandwidth", "KV bandwidth", "KV capacity", "compute",
             "interconnect", "fixed step cost", "memory capacity")
 
-#: Families whose chips keep the weights in on-chip SRAM: a replica spans hundreds of
-#: chips, beyond the simulator's replicas (:data:`inferlab.predict.MAX_CHIPS`).
+#: Families whose chips keep the weights in on-chip SRAM, so that a replica spans hundreds
+#: of chips, beyond the simulator's replicas (:data:`inferlab.predict.MAX_CHIPS`).
 SRAM_FAMILIES = ("lpu", "wafer-scale")
 
-#: The default weight format, first that the chip computes at: 8 bits where it can. The
-#: book's data does not record the formats each model is published at, so FP4 is asked for
-#: with ``precision="fp4"``, not assumed.
+#: The default weight formats in order of preference (the first the chip computes at is
+#: used, 8 bits where it can). The book's data does not record the formats each model is
+#: published at, so FP4 is asked for with ``precision="fp4"``, not assumed.
 DEFAULT_PRECISIONS = ("fp8", "int8", "bf16")
 
 #: The most chips a plan may need.
@@ -170,7 +169,7 @@ class Pool:
 
     @property
     def chips(self) -> int:
-        """Chips of the pool: replicas times ``tp x pp``."""
+        """The pool's chips, its replicas times ``tp x pp``."""
         return self.replicas * self.tp * self.pp
 
     def as_dict(self) -> dict:
@@ -616,20 +615,21 @@ def _aggregated(chip: _Chip, layouts) -> Plan:
     inputs = chip.inputs
     work = inputs.workload
     mean_in, mean_out = work.mean_tokens()
+    prompts = work.lengths(10_000)[0] if not work.pairs else [p for p, _ in work.pairs]
+    own = chip.scheduler()
     candidates, floors = [], []
     for tp, pp, ep in layouts:
         rep = chip.replica(tp, pp, ep)
-        floor = _floor(rep, work, inputs.limit_ttft_s, inputs.limit_tpot_s)
+        floor = _floor(rep, prompts, inputs.limit_ttft_s, inputs.limit_tpot_s)
         if floor:
             floors.append(floor)
             continue
-        bound = _rate_bound(rep, chip.scheduler(), mean_in, mean_out, inputs.limit_tpot_s)
+        bound = _rate_bound(rep, own, mean_in, mean_out, inputs.limit_tpot_s)
         fewest = tp * pp * math.ceil(inputs.rate_per_s / bound[0])
         candidates.append((chip.cost_per_hour(fewest), tp, pp, ep, rep, bound))
     if not candidates:
         raise Refused(_floor_reason(floors))
     candidates.sort(key=lambda item: item[:4])
-    own = chip.scheduler()
     best, winner = None, None
     for lowest, tp, pp, ep, rep, bound in candidates:
         if best is not None and lowest >= chip.cost_per_hour(best.chips):
@@ -686,11 +686,11 @@ def _judge(chip: _Chip, tp: int, pp: int, ep: int, engine, rate: float):
 RATE_TOLERANCE = 0.05
 
 #: Replicas grow by at least this factor between tries until one meets the bounds, then
-#: the count is bisected: the lower bound is usually within a few replicas.
+#: the count is bisected (the lower bound is usually within a few replicas).
 GROWTH = 1.25
 
-#: A replica that misses the bounds at this share of its rate bound or less is nearly idle:
-#: more replicas would only idle it further, so the search stops (what fails is a
+#: A replica that misses the bounds at this share of its rate bound or less is nearly idle,
+#: and more replicas would only idle it further, so the search stops (what fails is a
 #: request's own floor, not a queue).
 IDLE_SHARE = 0.1
 
@@ -822,11 +822,10 @@ def _decode_rate(rep, scheduler, mean_in: float, mean_out: float, tpot: float):
     return size, float(step[size - 1]), rep.lanes * size / float(step[size - 1]) / mean_out, most
 
 
-def _floor(rep, work: Workload, ttft: float, tpot: float) -> tuple | None:
-    """Why no rate of this replica can meet the bounds, or ``None``: its fastest token (one
-    request at the mean prompt's context) over the TPOT bound, or its longest prompt
-    prefilled alone over the TTFT bound."""
-    prompts = work.lengths(10_000)[0] if not work.pairs else [p for p, _ in work.pairs]
+def _floor(rep, prompts, ttft: float, tpot: float) -> tuple | None:
+    """Why no rate of this replica can meet the bounds on the workload's ``prompts``, or
+    ``None``: its fastest token (one request at the mean prompt's context) over the TPOT
+    bound, or its longest prompt prefilled alone over the TTFT bound."""
     token_s = float(rep.step_s(float(np.mean(prompts)), 1))
     if token_s > tpot:
         return ("TPOT", token_s, tpot, rep)
@@ -973,8 +972,8 @@ def _disaggregated(chip: _Chip, layouts, beat: float = math.inf) -> Plan | None:
                    judged.tpot_p99_s, decode.binding)
 
 
-#: The share of its time a prefill server is planned busy: below 1, so its queue (and the
-#: TTFT it adds) stays short; the simulation then judges the TTFT it gives.
+#: The share of its time a prefill server is planned busy, below 1 so that its queue (and
+#: the TTFT it adds) stays short; the simulation then judges the TTFT it gives.
 PREFILL_LOAD = 0.85
 
 
@@ -989,10 +988,11 @@ def _decode_rates(chip: _Chip, layouts, mean_in: float, mean_out: float):
     :class:`Pool`, the two cheapest per request first, and the TPOT floors of the layouts
     too slow for the bound."""
     inputs = chip.inputs
+    scheduler = chip.scheduler()
     found, floors = [], []
     for tp, pp, ep in layouts:
         rep = chip.replica(tp, pp, ep)
-        decode = _decode_rate(rep, chip.scheduler(), mean_in, mean_out, inputs.limit_tpot_s)
+        decode = _decode_rate(rep, scheduler, mean_in, mean_out, inputs.limit_tpot_s)
         if decode is None:
             floors.append(("TPOT", float(rep.decode_step_s(1, mean_in)), inputs.limit_tpot_s,
                            rep))
@@ -1018,17 +1018,17 @@ def _disaggregated_unit(chip: _Chip, prefill_layout, prefill_rep, prefill_s: flo
     hw = chip.hw
     tp, pp, ep = prefill_layout
     rate = inputs.rate_per_s
-    unit_servers = {}
+    # Prompts go whole to the prefill pool; the decode replica's steps carry next tokens.
+    decoding = replace(chip.scheduler(), chunked_prefill=False, scheduler_steps=1,
+                       min_prefill_queries=1, fixed_shape=None)
 
     def servers(share: float) -> int:
         return max(1, math.ceil(share * prefill_s / PREFILL_LOAD))
 
     def trial(share: float):
-        unit_servers[share] = servers(share)
         pool = PrefillPool(prefill_rep.prefill_s, prefill_rep.kv_bytes_per_token,
-                           tp * pp * hw.scaleout_bytes_per_s, unit_servers[share])
-        engine = replace(chip.scheduler(), chunked_prefill=False, scheduler_steps=1,
-                         min_prefill_queries=1, fixed_shape=None, disaggregated=pool)
+                           tp * pp * hw.scaleout_bytes_per_s, servers(share))
+        engine = replace(decoding, disaggregated=pool)
         return _judge(chip, decode.tp, decode.pp, decode.ep, engine, share)
 
     def chips(units: int) -> int:
@@ -1048,7 +1048,7 @@ def _disaggregated_unit(chip: _Chip, prefill_layout, prefill_rep, prefill_s: flo
     units, judged, failure = searched
     if chip.cost_per_hour(chips(units)) >= limit:
         return None
-    count = unit_servers[rate / units]
+    count = servers(rate / units)
     method = (f"simulated as one unit: a decode replica fed by {count} prefill server(s) "
               f"first come first served, at its share of the traffic over "
               f"{inputs.requests:,} Poisson requests, the fewest units whose p99s meet the "
@@ -1216,14 +1216,7 @@ def main(argv=None) -> int:
     return 0 if result.plans else 1
 
 
-class _CallableModule(types.ModuleType):
-    """This module, callable: ``inferlab.plan(...)`` is :func:`plan`."""
-
-    def __call__(self, *args, **kwargs) -> PlanResult:
-        return plan(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+callable_module(__name__, plan)
 
 
 if __name__ == "__main__":

@@ -55,13 +55,12 @@ import csv
 import json
 import math
 import sys
-import types
 from dataclasses import asdict, dataclass
 from types import MappingProxyType
 
 import numpy as np
 
-from inferlab import checks, specs
+from inferlab import callable_module, checks, specs
 from inferlab.calibration import Stack, stack, stack_for, stacks
 from inferlab.feasibility import Infeasible, layout
 from inferlab.loadgen import (
@@ -787,17 +786,9 @@ def main(argv=None) -> int:
     return 0
 
 
-class _CallableModule(types.ModuleType):
-    """This module, callable: ``inferlab.predict(...)`` is :func:`predict`."""
-
-    def __call__(self, *args, **kwargs) -> Prediction:
-        return predict(*args, **kwargs)
-
-
-# A module's class may be swapped for a subclass of ModuleType (Python 3.5+): it lets the
-# package expose ``inferlab.predict(...)`` while ``python -m inferlab.predict`` and
-# ``from inferlab.predict import predict`` keep working.
-sys.modules[__name__].__class__ = _CallableModule
+# ``inferlab.predict(...)`` calls :func:`predict`, while ``python -m inferlab.predict``
+# and ``from inferlab.predict import predict`` keep working.
+callable_module(__name__, predict)
 
 
 if __name__ == "__main__":
