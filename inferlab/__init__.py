@@ -30,6 +30,9 @@ def callable_module(name: str, function) -> None:
         def __call__(self, *args, **kwargs):
             return function(*args, **kwargs)
 
+    # The class belongs to the module it makes callable, so that tools resolving the
+    # module's names (Sphinx's cross-references) look there, not here.
+    CallableModule.__module__ = name
     sys.modules[name].__class__ = CallableModule
 
 

@@ -578,8 +578,8 @@ def node_daily_tokens(model: str, precision: str, context_tokens: int) -> float:
     whose cache fits (:meth:`~inferlab.feasibility.Layout.max_batch`); the step-time
     model of an ideal stack (:func:`inferlab.steptime.replica`: weights, attention,
     all-reduces) times one decode step of that batch. The rate is the batch over the
-    step, times :data:`ATTAINABLE_FRACTION`, times a day; 0 if the node cannot hold the
-    model. Cached.
+    step, times :data:`~inferlab.calibration.ATTAINABLE_FRACTION`, times a day; 0 if the
+    node cannot hold the model. Cached.
 
     Used in chapter 'Choosing hardware'.
     """
@@ -1041,7 +1041,8 @@ REFERENCE = CANDIDATES[0]
 
 def candidate_stack(candidate: Candidate = REFERENCE) -> Stack:
     """The stack a candidate is modelled with: calibrated for NVIDIA and AMD GPUs
-    (:func:`inferlab.calibration.stack_for`), else :func:`assumed_stack`.
+    (:func:`inferlab.calibration.stack_for`), else
+    :func:`~inferlab.calibration.assumed_stack`.
 
     Used in chapter 'Choosing hardware'.
     """
