@@ -448,6 +448,13 @@ def replica(
     stage_link = (math.inf if pp == 1 else
                   hw.link_bytes_per_s if in_domain and math.isfinite(hw.link_bytes_per_s)
                   else hw.scaleout_bytes_per_s)
+    if math.isnan(stage_link):
+        # Each stage hands every token's activation to the next; without the link's rate
+        # that hand-off, and so the step, has no time to model (a closed-form SRAM
+        # pipeline needs none, so the feasibility layer itself allows the layout).
+        raise Infeasible("domain", (
+            f"pp: {pp} stages hand activations between chips, and data/hardware.csv records "
+            f"no link or scale-out rate for {hw.name}; give pp=1"))
     return Replica(
         name=(f"{spec.name} on {tp * pp} x {hw.name} ({precision}"
               + (f", tp={tp}, pp={pp}" if pp > 1 else "") + (f", ep={ep}" if ep > 1 else "")

@@ -129,3 +129,36 @@ def test_a_mixture_of_experts_reads_only_its_active_parameters_at_batch_1():
     assert spread.weight_bytes == pytest.approx(weight_bytes(read, "int8"))
     assert spread.chips == fz.fewest_chips(spec, "Groq LPU (GroqChip)", "int8",
                                             reserve_fraction=0.0)
+
+
+def test_pipeline_stages_need_a_link_whose_rate_is_known():
+    # Two Arc cards would hold Llama 3.1 70B at INT8 in two stages, but nothing in the data
+    # says how fast a stage hands its activations on: the step would have no time (it was
+    # NaN, and the planner's simulation of it never ended). The step model refuses it; the
+    # feasibility layer itself allows it, since an SRAM pipeline in closed form needs no
+    # hand-off time.
+    arc = "Intel Arc Pro B60 Dual 48GB (per card)"
+    from inferlab.steptime import replica
+
+    with pytest.raises(fz.Infeasible, match="pp: 2 stages.*no link or scale-out rate") as error:
+        replica("Llama 3.1 70B", arc, 1, "int8", pp=2)
+    assert error.value.kind == "domain"
+
+
+def test_every_feasible_layout_has_a_finite_step_time():
+    from inferlab.steptime import replica
+
+    spec = model("Llama 3.1 70B")
+    checked = 0
+    for hw in (chip(name) for name in ("Intel Arc Pro B60 Dual 48GB (per card)", "NVIDIA L40S",
+                                       "AWS Inferentia2 (per chip)", H100)):
+        for precision in ("fp8", "int8", "bf16"):
+            for tp, pp in ((1, 1), (1, 2), (2, 1), (2, 2), (4, 1), (1, 4)):
+                try:
+                    fz.layout(spec, hw, precision, tp=tp, pp=pp)
+                    rep = replica(spec, hw, tp, precision, pp=pp)
+                except (fz.Infeasible, ValueError):
+                    continue
+                assert math.isfinite(float(rep.step_s(1000.0, 1))), (hw.name, precision, tp, pp)
+                checked += 1
+    assert checked >= 6
