@@ -35,14 +35,14 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 import pandas as pd
 
 from inferlab import checks, specs
-from inferlab.calibration import ATTAINABLE_FRACTION, Stack, stack_or_assumed
+from inferlab.calibration import ATTAINABLE_FRACTION
 from inferlab.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     BYTES_PER_PARAM,
@@ -61,7 +61,6 @@ from inferlab.simulator import (
     offline_throughput,
     simulate,
 )
-from inferlab.steptime import CONCURRENCY_GRID
 from inferlab.traffic import Lengths, make_requests
 
 CHAPTER = "07_choosing_hardware"
@@ -906,30 +905,8 @@ def check_leaderboard(data_dir=None) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------------------
-# Throughput at a service-level objective, and what it costs
+# What a deployment costs, and speculative decoding's arithmetic
 # --------------------------------------------------------------------------------------
-
-#: The longest prompt or output a :class:`Service` may ask for on average (tokens): a
-#: long-context model's window, and it keeps a simulated run within seconds.
-MAX_MEAN_TOKENS = 32_768
-
-#: Requests each simulated search of :func:`slo_throughput` draws (one fixed seed, so
-#: every candidate and every bound sees the same requests).
-SLO_REQUESTS = 1200
-SLO_SEED = 7
-
-#: Requests per search in the ranking explorer, fewer so that a slider move redraws in
-#: about a second (its static sweep uses the same number).
-EXPLORER_SLO_REQUESTS = 300
-
-#: Bisection steps of the rate search (:func:`inferlab.simulator.max_rate_within`).
-SLO_ITERATIONS = 9
-
-#: The engine every simulated candidate runs, continuous batching with chunked prefill
-#: and paged memory, up to 1,024 requests in flight and 4,096 tokens a step (an
-#: assumption, close to the engine settings of the MLPerf submissions in
-#: ``data/mlperf_engine_configs.csv``; :mod:`inferlab.calibration` reads those per stack).
-SLO_SCHEDULER = Scheduler(max_batch=1024, token_budget=4096)
 
 #: The draft step's cost as a share of a target step, for the speculative-decoding
 #: estimates of chapter 'Choosing hardware': a 1B draft for a 70B target.
@@ -937,359 +914,6 @@ DRAFT_COST_RATIO = 0.05
 
 #: The longest draft searched for a claimed speed-up (chapter 'Choosing hardware').
 MAX_SPECULATIVE_DRAFT = 16
-
-
-@dataclass(frozen=True)
-class Service:
-    """A workload with its latency promise and its traffic, as a buyer writes it down.
-
-    ``prompt_tokens`` and ``output_tokens`` are mean lengths, drawn log-normal with
-    coefficient of variation ``length_cv`` (clipped at four times the mean);
-    ``ttft_p99_s`` and ``tpot_p99_s`` are the 99th-percentile bounds on time to first
-    token and time per output token, MLPerf's Server rule; ``math.inf`` for both is
-    batch work with no latency bound (MLPerf's Offline). ``tokens_per_day`` is the
-    output traffic to serve.
-
-    Used in chapter 'Choosing hardware'.
-    """
-
-    name: str = "chat"
-    model: str = "Llama 3.1 70B"
-    prompt_tokens: float = 1000.0
-    output_tokens: float = 300.0
-    ttft_p99_s: float = 2.0
-    tpot_p99_s: float = 0.04
-    tokens_per_day: float = 1e9
-    length_cv: float = 1.0
-
-    def __post_init__(self) -> None:
-        checks.text("name", self.name)
-        spec = specs.model(self.model)
-        for key in ("prompt_tokens", "output_tokens"):
-            value = checks.real(key, getattr(self, key), low=1.0, high=MAX_MEAN_TOKENS)
-            if 4 * value > spec.context_length_tokens:
-                raise ValueError(f"{key}: {value:g} tokens on average (up to four times that) "
-                                 f"exceed {spec.name}'s context of "
-                                 f"{spec.context_length_tokens:,} tokens")
-        for key in ("ttft_p99_s", "tpot_p99_s"):
-            value = getattr(self, key)
-            if not (isinstance(value, float) and value == math.inf):
-                checks.real(key, value, low=1e-4, high=3600.0)
-        if math.isinf(self.ttft_p99_s) != math.isinf(self.tpot_p99_s):
-            raise ValueError(f"tpot_p99_s: {self.tpot_p99_s!r} with ttft_p99_s "
-                             f"{self.ttft_p99_s!r}; bound both or neither (batch work)")
-        checks.real("tokens_per_day", self.tokens_per_day, low=1.0, high=1e15)
-        checks.real("length_cv", self.length_cv, low=0.0, high=4.0)
-
-    @property
-    def batch(self) -> bool:
-        """Whether the service has no latency bound (batch work, MLPerf's Offline)."""
-        return math.isinf(self.tpot_p99_s)
-
-    @property
-    def per_user_tok_s(self) -> float:
-        """The slowest stream the TPOT bound allows, tokens per second (0 for batch work)."""
-        return 0.0 if self.batch else 1.0 / self.tpot_p99_s
-
-    @property
-    def context_tokens(self) -> int:
-        """The mean context of a finished request, prompt plus output."""
-        return int(math.ceil(self.prompt_tokens + self.output_tokens))
-
-    def lengths(self) -> tuple[Lengths, Lengths]:
-        """The prompt and output length distributions."""
-        return tuple(Lengths(mean, self.length_cv, min_tokens=2 if key == "out" else 1,
-                             max_tokens=int(4 * mean) + 1)
-                     for key, mean in (("in", self.prompt_tokens), ("out", self.output_tokens)))
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One system a buyer can rent: ``chips`` x ``chip`` serving at ``precision``.
-
-    ``chips`` is the system's size (an 8-GPU board, an inf2.48xlarge, a v5e-8 slice);
-    ``None`` for SRAM machines, which take as many chips as hold the model.
-    ``price_id`` names its row of ``data/prices.csv`` (``None``: no sourced price).
-
-    Used in chapter 'Choosing hardware'.
-    """
-
-    name: str
-    chip: str
-    chips: int | None
-    precision: str
-    family: str
-    price_id: str | None = None
-
-
-#: The systems the chapter ranks. The GPU reference is 8 x B200 at FP8 and FP4, with
-#: 8 x H200 as the previous generation; one row per other family.
-CANDIDATES: tuple[Candidate, ...] = (
-    Candidate("8 x B200, FP8", "NVIDIA B200", 8, "fp8", "gpu", "packetai-b200-on-demand"),
-    Candidate("8 x B200, FP4", "NVIDIA B200", 8, "fp4", "gpu", "packetai-b200-on-demand"),
-    Candidate("8 x H200, FP8", "NVIDIA H200 SXM", 8, "fp8", "gpu", "packetai-h200-on-demand"),
-    Candidate("12 x Inferentia2, FP8", "AWS Inferentia2 (per chip)", 12, "fp8",
-              "fixed-function"),
-    Candidate("8 x TPU v5e, INT8", "Google TPU v5e (per chip)", 8, "int8", "fixed-function",
-              "deploybase-tpu-v5e-8"),
-    Candidate("Groq LPU, INT8", "Groq LPU (GroqChip)", None, "int8", "lpu"),
-    Candidate("Cerebras WSE-3, FP16", "Cerebras WSE-3", None, "fp16", "dataflow"),
-)
-
-#: The reference system of the chapter.
-REFERENCE = CANDIDATES[0]
-
-def candidate_stack(candidate: Candidate = REFERENCE) -> Stack:
-    """The stack a candidate is modelled with: calibrated for NVIDIA and AMD GPUs
-    (:func:`inferlab.calibration.stack_for`), else
-    :func:`~inferlab.calibration.assumed_stack`.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    checks.instance("candidate", candidate, Candidate)
-    return stack_or_assumed(candidate.chip, candidate.precision)
-
-
-@dataclass(frozen=True)
-class SloThroughput:
-    """What one candidate gives a service at its latency promise.
-
-    ``tok_s_per_chip``: output tokens per second per chip at the highest Poisson rate
-    whose p99 TTFT and p99 TPOT meet the bounds (the simulator), or at the most users a
-    pipeline of SRAM chips holds within them (closed form); 0 if no configuration meets
-    them. ``front_tok_s_per_chip``: the steady-state front of chapter 'Batching' at the
-    same per-user bound (mean TPOT, no TTFT, no queue), an upper bound on the simulated
-    figure. ``goodput``: share of the simulated requests that met both bounds.
-    ``chips``: chips of one system; ``layout``: ``"tp N"`` or ``"pp N"``; ``method``:
-    how it was computed; ``note``: what it leaves out. ``nan`` where it cannot be computed.
-
-    Used in chapter 'Choosing hardware'.
-    """
-
-    candidate: Candidate
-    service: Service
-    chips: int
-    layout: str
-    tok_s_per_chip: float
-    front_tok_s_per_chip: float
-    batch1_tok_s: float
-    ttft_p99_s: float
-    tpot_p99_s: float
-    goodput: float
-    method: str
-    stack: str
-    note: str = ""
-
-    @property
-    def meets(self) -> bool:
-        """Whether some configuration meets the service's bounds."""
-        return self.tok_s_per_chip > 0
-
-    @property
-    def system_tok_s(self) -> float:
-        """Output tokens per second of one whole system at the bound."""
-        return self.tok_s_per_chip * self.chips
-
-
-def goodput_fraction(result, ttft_p99_s: float = 2.0, tpot_p99_s: float = 0.04) -> float:
-    """Share of a simulated run's requests that met both latency bounds (DistServe's goodput).
-
-    A request counts if its TTFT is within ``ttft_p99_s`` and its TPOT within
-    ``tpot_p99_s`` (one-token outputs have no TPOT and count on TTFT alone). MLPerf's
-    Server rule asks the 99th percentiles to be within the bounds, so a valid run has at
-    least 99 % of requests within each bound separately, and at least 98 % within both.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    ttft = checks.positive("ttft_p99_s", ttft_p99_s)
-    tpot = checks.positive("tpot_p99_s", tpot_p99_s)
-    if not hasattr(result, "ttft_s") or not hasattr(result, "tpot_s"):
-        raise TypeError(f"result: {result!r} is not a simulated run (SimResult)")
-    if len(result) == 0:
-        raise ValueError("result: the run holds no requests")
-    tpot_s = np.nan_to_num(result.tpot_s, nan=0.0)
-    return float(np.mean((result.ttft_s <= ttft) & (tpot_s <= tpot)))
-
-
-def _widths(candidate: Candidate, model: str) -> list[int]:
-    hw = specs.chip(candidate.chip)
-    widths = []
-    for tp in (1, 2, 4, 8, 16, 32):
-        if tp > candidate.chips or candidate.chips % tp or tp > hw.domain_chips:
-            continue
-        try:
-            layout(model, hw, candidate.precision, tp=tp)
-        except Infeasible:
-            continue
-        widths.append(tp)
-    return widths
-
-
-def _hbm_slo(candidate: Candidate, service: Service, count: int) -> SloThroughput:
-    from inferlab.simulator import max_rate_within
-    from inferlab.steptime import replica, steady_state, throughput_at_bound
-
-    stack = candidate_stack(candidate)
-    widths = _widths(candidate, service.model)
-    if not widths:
-        hold = fewest_chips(service.model, candidate.chip, candidate.precision)
-        return SloThroughput(candidate, service, candidate.chips, "none", math.nan, math.nan,
-                             math.nan, math.nan, math.nan, math.nan, "refused", stack.name,
-                             f"does not fit: {service.model} at {candidate.precision} needs "
-                             f"{hold} x {candidate.chip}")
-    prompt, output = service.lengths()
-    requests = make_requests(count, prompt, output, rate_per_s=1.0, seed=SLO_SEED)
-    longest = int(requests.prompt_tokens.max() + requests.output_tokens.max())
-    mean_out = float(np.mean(requests.output_tokens))
-    best = None
-    for tp in widths:
-        rep = replica(service.model, candidate.chip, tp, candidate.precision,
-                      **stack.replica_parameters(candidate.chip, candidate.precision,
-                                                 service.model))
-        try:
-            rep.layout.check(1, longest)
-        except Infeasible:
-            continue
-        state = steady_state(rep, CONCURRENCY_GRID, service.prompt_tokens,
-                             service.output_tokens)
-        if not service.batch and float(rep.decode_step_s(1, 1)) > service.tpot_p99_s:
-            # A step of one request at the shortest context is the fastest this replica
-            # takes; above the bound no request can meet it, so nothing to simulate.
-            rate, run, front, good = 0.0, None, 0.0, 0.0
-        elif service.batch:
-            run = offline_throughput(rep, requests, SLO_SCHEDULER)
-            rate, front = run.requests_per_s, float(np.max(state.per_chip_tok_s[state.fits]))
-            good = 1.0
-        else:
-            bounded = max_rate_within(rep, requests, service.ttft_p99_s, service.tpot_p99_s,
-                                      SLO_SCHEDULER, iterations=SLO_ITERATIONS)
-            rate, run = bounded.rate_per_s, bounded.result
-            front = throughput_at_bound(state, service.per_user_tok_s)
-            good = (goodput_fraction(run, service.ttft_p99_s, service.tpot_p99_s)
-                    if run is not None else 0.0)
-        per_chip = rate * mean_out / tp
-        found = SloThroughput(
-            candidate, service, candidate.chips, f"tp {tp} x {candidate.chips // tp}",
-            per_chip, front, math.nan,
-            run.percentile("ttft", 99) if run is not None else math.nan,
-            run.percentile("tpot", 99) if run is not None else math.nan, good,
-            "simulated" if not service.batch else "simulated (Offline)", stack.name,
-            "continuous batching, chunked prefill, paged cache (fixed-shape padding left out)"
-            if candidate.family == "fixed-function" else "")
-        if best is None or found.tok_s_per_chip > best.tok_s_per_chip:
-            best = found
-    # The fastest single stream: batch 1 over the widest split the system allows.
-    widest = replica(service.model, candidate.chip, widths[-1], candidate.precision,
-                     **stack.replica_parameters(candidate.chip, candidate.precision,
-                                                service.model))
-    batch1 = 1.0 / float(widest.decode_step_s(1, service.context_tokens))
-    return replace(best, batch1_tok_s=batch1)
-
-
-#: Pipeline lengths tried for an SRAM machine, as multiples of the fewest chips that hold
-#: the model: more stages leave more SRAM for the cache of more users.
-PIPELINE_MULTIPLES = (1.0, 1.25, 1.5, 2.0, 3.0, 4.0)
-
-
-def _pipeline_slo(candidate: Candidate, service: Service) -> SloThroughput:
-    from inferlab.roofline import flop_per_token, params_read, sustained_flop_per_s
-
-    hw = specs.chip(candidate.chip)
-    spec = specs.model(service.model)
-    context = service.context_tokens
-    hold = fewest_chips(spec, hw, candidate.precision, context_tokens=context)
-    eff = ATTAINABLE_FRACTION
-    stack = f"assumed ({eff:.0%} of peak)"
-    weights = weight_bytes(params_read(spec, 1), candidate.precision)
-    batch1 = hw.memory_bandwidth_bytes_per_s * eff / weights
-    try:
-        peak = sustained_flop_per_s(hw, candidate.precision)
-    except ValueError:
-        peak = math.nan
-    if not math.isfinite(peak):
-        return SloThroughput(candidate, service, hold, f"pp {hold}", math.nan, math.nan,
-                             batch1, math.nan, math.nan, math.nan, "pipeline closed form",
-                             stack, "no compute peak published in data/hardware.csv: the "
-                             "memory bound alone would allow any batch, so no throughput")
-    step_flop = flop_per_token(spec) * (1 + service.prompt_tokens / service.output_tokens)
-    p99_prompt = float(np.percentile(service.lengths()[0].sample(
-        4000, np.random.default_rng(SLO_SEED)), 99))
-    best = SloThroughput(candidate, service, hold, f"pp {hold}", 0.0, 0.0, batch1, math.nan,
-                         math.nan, 0.0, "pipeline closed form", stack,
-                         "no pipeline length meets the bounds")
-    for chips in sorted({int(math.ceil(hold * m)) for m in PIPELINE_MULTIPLES}):
-        lay = layout(spec, hw, candidate.precision, pp=chips)
-        users = lay.max_batch(context)
-        if users < 1:
-            continue
-        # U users in flight over `chips` stages, U / chips per micro-batch: a token waits
-        # for its micro-batch to pass every stage; each stage reads its share of the
-        # weights and of its micro-batch's cache at one chip's bandwidth, or computes.
-        u = np.arange(1, users + 1, dtype=float)
-        micro = u / chips
-        memory_s = ((weights + micro * context * lay.kv_bytes_per_token_per_chip * chips)
-                    / (hw.memory_bandwidth_bytes_per_s * eff))
-        interval = np.maximum(memory_s, micro * step_flop / (peak * eff))
-        ttft = flop_per_token(spec) * p99_prompt / (chips * peak * eff) + interval
-        ok = np.ones_like(u, dtype=bool) if service.batch else (
-            (interval <= service.tpot_p99_s) & (ttft <= service.ttft_p99_s))
-        if not np.any(ok):
-            continue
-        per_chip = micro / interval
-        index = int(np.argmax(np.where(ok, per_chip, -1.0)))
-        if per_chip[index] <= best.tok_s_per_chip:
-            continue
-        lay.check(int(u[index]), context)
-        best = SloThroughput(candidate, service, chips, f"pp {chips}", float(per_chip[index]),
-                             float(per_chip[index]), batch1, float(ttft[index]),
-                             float(interval[index]), 1.0, "pipeline closed form", stack,
-                             f"{int(u[index]):,} users in flight on {chips} chips ({hold} hold "
-                             "the model); deterministic schedule, so p99 = p50")
-    return best
-
-
-def _slo(candidate: Candidate, service: Service, count: int) -> SloThroughput:
-    # Neither the service's name nor its daily volume enters the search, so it is cached
-    # without them: the ranking explorer's volume slider runs no simulation.
-    found = _searched(candidate, replace(service, name="search", tokens_per_day=1.0), count)
-    return replace(found, service=service)
-
-
-@cache
-def _searched(candidate: Candidate, service: Service, count: int) -> SloThroughput:
-    if candidate.chips is None:
-        return _pipeline_slo(candidate, service)
-    return _hbm_slo(candidate, service, count)
-
-
-def slo_throughput(candidate: Candidate = REFERENCE, service: Service = Service()
-                   ) -> SloThroughput:
-    """Output tokens per second per chip that ``candidate`` gives ``service`` at its bounds.
-
-    HBM systems (GPUs, fixed-shape chips): every tensor-parallel width that fits the
-    system and its scale-up domain (:mod:`inferlab.feasibility`), each with
-    ``chips / tp`` data-parallel replicas of the step-time model
-    (:func:`inferlab.steptime.replica`) on the candidate's stack
-    (:func:`candidate_stack`); the serving simulator finds the highest Poisson rate
-    whose p99 TTFT and p99 TPOT meet the bounds (:func:`inferlab.simulator.max_rate_within`,
-    the idea of MLPerf's Server scenario without its duration and early-stopping rules),
-    or the Offline rate for batch work; the best width wins.
-
-    SRAM machines (Groq, Cerebras): a pipeline over the fewest chips that hold the
-    weights and one request, with ``U`` users in flight in ``chips`` micro-batches, in
-    closed form: ``interval = max((W + (U / chips) x context x kv) / (B x e),
-    (U / chips) x flop_per_token / (peak x e))`` per token, ``tok/s per chip = (U / chips)
-    / interval``, the most users the cache room holds (the feasibility layer), TTFT the
-    p99 prompt's FLOPs over the pipeline's chips plus one interval. Where no compute peak
-    is published the throughput is ``nan`` (memory alone bounds nothing at batch).
-
-    Cached; the requests are :data:`SLO_REQUESTS` drawn with ``SLO_SEED``.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    checks.instance("candidate", candidate, Candidate)
-    checks.instance("service", service, Service)
-    return _slo(candidate, service, SLO_REQUESTS)
 
 
 # --- cost -----------------------------------------------------------------------------
@@ -1335,7 +959,8 @@ def cost_per_million_tokens(chips: int = 8, usd_per_chip_hour: float = 3.75,
     """Dollars per million output tokens: ``chips x $/chip-hour / (tokens/s x 3600 / 1e6)``.
 
     ``tokens_per_s`` is what the ``chips`` serve together at the latency promise
-    (:func:`slo_throughput`), not at the largest batch; the price is an input (a list
+    (:func:`inferlab.plan.plan`'s ``tokens_per_s_per_chip`` times its chips), not at the
+    largest batch; the price is an input (a list
     price from :func:`chip_price`, or your own quote). Idle time is not counted: at
     less than full load the cost per token rises by the inverse of the load.
 
@@ -1371,79 +996,6 @@ def energy_per_token_j(board_power_w: float = 1000.0, tokens_per_s_per_chip: flo
     power = checks.positive("board_power_w", board_power_w, high=1e6)
     rate = checks.positive("tokens_per_s_per_chip", tokens_per_s_per_chip, high=1e12)
     return checks.finite_result(power / rate, "board_power_w", "tokens_per_s_per_chip")
-
-
-def systems_needed(tokens_per_day: float = 1e9, system_tok_s: float = 10_000.0) -> int:
-    """Systems to serve ``tokens_per_day`` at ``system_tok_s`` each, at the day's mean rate.
-
-    ``ceil(tokens_per_day / 86,400 / system_tok_s)``: peaks above the mean need more.
-    Used in chapter 'Choosing hardware'.
-    """
-    volume = checks.real("tokens_per_day", tokens_per_day, low=1.0, high=1e15)
-    rate = checks.rate("system_tok_s", system_tok_s, high=1e12)
-    return int(math.ceil(volume / DAY_S / rate))
-
-
-RANK_BY = ("tok_s_per_chip", "usd_per_mtok")
-
-
-def rank_systems(service: Service = Service(), candidates: tuple[Candidate, ...] = CANDIDATES,
-                 *, by: str = "usd_per_mtok") -> pd.DataFrame:
-    """Every candidate's throughput at ``service``'s bounds, cost and energy, ranked.
-
-    One row per candidate: tokens/s per chip at the bounds (:func:`slo_throughput`), the
-    front's figure, the p99s reached, goodput, systems and chips for the traffic
-    (:func:`systems_needed`), $/chip-hour (:func:`chip_price`, ``nan`` without a sourced
-    price), $/Mtok (:func:`cost_per_million_tokens`), joules per token at board power
-    (:func:`energy_per_token_j`, ``nan`` without a sourced power). Sorted by ``by``
-    (``"usd_per_mtok"`` ascending or ``"tok_s_per_chip"`` descending); systems that keep
-    the promise but have no figure to rank by (no sourced price) follow, by tokens/s per
-    chip; those that cannot meet the bounds, or cannot be computed, come last.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    return _rank(service, candidates, by, SLO_REQUESTS)
-
-
-def _rank(service: Service, candidates, by: str, count: int) -> pd.DataFrame:
-    by = checks.option("by", by, RANK_BY)
-    checks.instance("service", service, Service)
-    if not isinstance(candidates, tuple | list) or not candidates:
-        raise ValueError(f"candidates: {candidates!r} is not a non-empty tuple of Candidate")
-    for item in candidates:
-        checks.instance("candidates", item, Candidate)
-    rows = []
-    for cand in candidates:
-        slo = _slo(cand, service, count)
-        hw = specs.chip(cand.chip)
-        price = chip_price(cand.price_id).usd_per_chip_hour if cand.price_id else math.nan
-        usd = energy = math.nan
-        systems = chips_needed = math.nan
-        if slo.meets and math.isfinite(slo.tok_s_per_chip):
-            systems = systems_needed(service.tokens_per_day, slo.system_tok_s)
-            chips_needed = systems * slo.chips
-            if math.isfinite(price):
-                usd = cost_per_million_tokens(slo.chips, price, slo.system_tok_s)
-            if math.isfinite(hw.board_power_w):
-                energy = energy_per_token_j(hw.board_power_w, slo.tok_s_per_chip)
-        rows.append({"system": cand.name, "family": FAMILY_LABELS[cand.family],
-                     "layout": slo.layout, "tok_s_per_chip": slo.tok_s_per_chip,
-                     "front_tok_s_per_chip": slo.front_tok_s_per_chip,
-                     "batch1_tok_s": slo.batch1_tok_s, "ttft_p99_s": slo.ttft_p99_s,
-                     "tpot_p99_ms": slo.tpot_p99_s * 1e3, "goodput": slo.goodput,
-                     "systems": systems, "chips": chips_needed, "usd_per_chip_hour": price,
-                     "usd_per_mtok": usd, "j_per_token": energy, "method": slo.method,
-                     "note": slo.note})
-    frame = pd.DataFrame(rows)
-    usable = frame["tok_s_per_chip"].fillna(0) > 0
-    # Systems that keep the promise and have a figure to rank by, then those that keep it
-    # without one (no sourced price), then the rest; within each, by `by`.
-    group = np.where(usable & frame[by].notna(), 0, np.where(usable, 1, 2))
-    sign = 1.0 if by == "usd_per_mtok" else -1.0
-    order = sorted(range(len(frame)), key=lambda i: (
-        group[i], sign * frame[by].iloc[i] if group[i] == 0 else 0.0,
-        -frame["tok_s_per_chip"].fillna(0).iloc[i]))
-    return frame.iloc[order].reset_index(drop=True)
 
 
 # --- speculative decoding, for every family ------------------------------------------
@@ -1547,35 +1099,3 @@ def decide_explorer_compute(model: str = "Llama 3.1 70B", precision: str = "fp8"
     return decide(model=model, precision=precision, per_user_tok_s=per_user_tok_s,
                   tail_ratio_max=tail_ratio_max, changes_per_month=changes_per_month,
                   tokens_per_day=10.0**volume)
-
-
-# --------------------------------------------------------------------------------------
-# Explorer: a service and its promise -> systems ranked by tokens/s per chip and $/Mtok
-# --------------------------------------------------------------------------------------
-
-#: The models the ranking explorer offers.
-RANK_MODELS = ("Llama 3.1 8B", "Llama 3.1 70B", "Llama 3.1 405B")
-
-
-def rank_explorer_compute(model: str = "Llama 3.1 70B", per_user_tok_s: float = 25.0,
-                          ttft_p99_s: float = 2.0, log10_tokens_per_day: float = 9.0,
-                          prompt_tokens: float = 1000.0, output_tokens: float = 300.0
-                          ) -> pd.DataFrame:
-    """The ranking explorer's pure function: :func:`rank_systems` for one service.
-
-    ``per_user_tok_s`` sets the p99 TPOT bound (``1 / per_user_tok_s``); 0 means batch
-    work, with no latency bound at all (``ttft_p99_s`` is then ignored). Bounded to the
-    sliders' ranges; each search draws :data:`EXPLORER_SLO_REQUESTS` requests, fewer than
-    :func:`rank_systems`, so its figures are a little noisier.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    checks.option("model", model, RANK_MODELS)
-    rate = checks.real("per_user_tok_s", per_user_tok_s, low=0.0, high=2000.0)
-    ttft = checks.real("ttft_p99_s", ttft_p99_s, low=0.05, high=60.0)
-    volume = checks.real("log10_tokens_per_day", log10_tokens_per_day, low=6.0, high=12.0)
-    prompt = checks.real("prompt_tokens", prompt_tokens, low=16.0, high=8192.0)
-    output = checks.real("output_tokens", output_tokens, low=16.0, high=4096.0)
-    bounds = (math.inf, math.inf) if rate == 0 else (ttft, 1.0 / rate)
-    service = Service("explorer", model, prompt, output, *bounds, tokens_per_day=10.0**volume)
-    return _rank(service, CANDIDATES, "usd_per_mtok", EXPLORER_SLO_REQUESTS)

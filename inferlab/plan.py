@@ -484,6 +484,38 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
                       tuple(every))
 
 
+def fastest_stream_tok_s(model, chip, *, precision: str | None = None,
+                         context_tokens: int = 1000, stack=None) -> tuple[float, str]:
+    """The fastest one request decodes on ``chip``: tokens per second of a step of batch 1
+    at ``context_tokens`` of context, on the fastest layout the planner tries (the widest
+    tensor-parallel split that holds the model), and that replica's name.
+
+    The same step the planner's TPOT floor is judged by, so a TPOT bound below its inverse
+    is refused by :func:`plan`; ``precision`` and ``stack`` as there.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    spec = specs.as_model(model)
+    hw = specs.as_chip(chip)
+    context = checks.whole("context_tokens", context_tokens, minimum=1,
+                           maximum=spec.context_length_tokens)
+    precision = checks.text("precision", precision) if precision is not None else \
+        _default_precision(hw)
+    if hw.family == "system" or hw.family in SRAM_FAMILIES:
+        raise ValueError(f"chip: {hw.name} is not a chip the step model describes; give an "
+                         "HBM chip")
+    used = as_stack(stack, hw, precision) if stack is not None else \
+        stack_or_assumed(hw, precision)
+    work = Workload.fixed(context, 1)
+    best = None
+    for tp, pp, ep in _replica_layouts(hw, spec, precision, MAX_CHIPS):
+        rep = replica_for(hw, spec, precision, used, work, tp, pp, ep)
+        rate = 1.0 / float(rep.step_s(float(context), 1))
+        if best is None or rate > best[0]:
+            best = (rate, rep.name)
+    return best
+
+
 def _chip_list(chips) -> list[specs.Chip]:
     if chips is None:
         return [specs.chip(name) for name in specs.chips()]
@@ -875,7 +907,7 @@ def _sram_reason(hw: specs.Chip, inputs: _Inputs) -> str:
         return f"{head}, over the TPOT p99 of {_ms(inputs.limit_tpot_s)}"
     return (f"{head}; the planner's step model describes replicas of HBM chips, not "
             "pipelines of SRAM chips, so it prices none (chapter 'Choosing hardware' "
-            "models those in closed form)")
+            "bounds those with the family's ceiling, inferlab.choosing.family_floor)")
 
 
 def _resource(rep, batch: int, mean_in: float, mean_out: float) -> str:

@@ -253,20 +253,23 @@ def test_the_speculative_explorer_opens_on_the_sections_worked_example(built_boo
 
 
 @pytest.mark.build
-def test_the_ranking_explorer_opens_on_the_chapters_chat_service(built_book):
-    """Section 'Throughput at a promise' ranks a chat service (25 tok/s per user, that is
-    40 ms p99 TPOT, 2 s p99 TTFT, 1,000-token prompts, 300-token outputs, 5 billion
-    tokens a day): the ranking explorer opens on it."""
+def test_the_plan_explorer_opens_on_the_chapters_own_service(built_book):
+    """Section 'Now your workload' plans Llama 3.1 8B, 1,000 tokens in and 200 out, a 2 s
+    p99 TTFT, a 50 ms p99 TPOT, 20 requests a second: the planner explorer opens on that
+    service, and its plans are the chapter's for the chips it shows."""
     answers = glued(built_book, "07_choosing_hardware")
-    start = REGISTRY["hw_rank"].defaults()
-    assert 1e3 / start["per_user_tok_s"] == pytest.approx(answers["hw_chat_tpot_ms"])
-    assert 10 ** start["log10_tokens_per_day"] == pytest.approx(
-        answers["hw_chat_volume_b"] * 1e9)
-    text = chapter_text(REGISTRY["hw_rank"])
-    assert ("prompt_tokens=1000, output_tokens=300, ttft_p99_s=2.0" in text
-            and (start["prompt_tokens"], start["output_tokens"], start["ttft_p99_s"])
-            == (1000, 300, 2.0))
-    assert start["model"] == "Llama 3.1 70B"
+    explorer = REGISTRY["hw_plan"]
+    start = explorer.defaults()
+    text = chapter_text(explorer)
+    assert ('plan("Llama 3.1 8B", input_tokens=1000, output_tokens=200, ttft_p99_s=2.0,'
+            in text and "tpot_p99_s=0.05, rate_per_s=20)" in text)
+    assert (start["model"], start["input_tokens"], start["output_tokens"], start["ttft_p99_s"],
+            start["tpot_p99_ms"], start["rate_per_s"]) == ("Llama 3.1 8B", 1000, 200, 2.0, 50,
+                                                           20.0)
+    found = explorer.compute(**start)
+    assert found.best().chip == answers["hw_plan_cheapest"]
+    assert found.plan_for("NVIDIA H200 SXM").usd_per_mtok == pytest.approx(
+        answers["hw_plan_h200_usd"], rel=1e-3)
 
 
 # ---------------------------------------------------------------------- the site
@@ -447,12 +450,13 @@ def test_a_control_the_site_fixes_is_shown_disabled_and_named_in_the_note():
                                  only_when=("x", 2.0)))
 
 
-def test_the_ranking_explorer_fixes_only_what_its_grid_cannot_afford():
-    """The ranking's site fixes the time to first token and the lengths (each value more
-    doubles the build's simulations), never the model, the speed or the volume."""
-    fixed = [c.name for c in REGISTRY["hw_rank"].controls if fixed_on_site(c)]
-    assert fixed == ["ttft_p99_s", "prompt_tokens", "output_tokens"]
-    others = [name for name in NAMES if name != "hw_rank"]
+def test_the_plan_explorer_fixes_only_what_its_grid_cannot_afford():
+    """The planner's site fixes the lengths, the TTFT bound and the precision (each value
+    more multiplies the plans the build runs), never the model, the TPOT bound or the
+    rate."""
+    fixed = [c.name for c in REGISTRY["hw_plan"].controls if fixed_on_site(c)]
+    assert fixed == ["input_tokens", "output_tokens", "ttft_p99_s", "precision"]
+    others = [name for name in NAMES if name != "hw_plan"]
     assert not [(n, c.name) for n in others for c in REGISTRY[n].controls if fixed_on_site(c)]
 
 

@@ -111,6 +111,42 @@ def test_a_tpot_below_every_layouts_bandwidth_floor_is_refused_with_the_floor_na
         result.best()
 
 
+def test_the_fastest_stream_is_the_step_the_tpot_floor_is_judged_by():
+    from inferlab.plan import fastest_stream_tok_s
+
+    rate, name = fastest_stream_tok_s(EIGHT_B, B200, context_tokens=1000)
+    assert name.startswith("Llama 3.1 8B on 8 x NVIDIA B200")  # the widest split is fastest
+    # Just above that stream's step the planner plans; just below it refuses.
+    step = 1 / rate
+    assert plan(EIGHT_B, input_tokens=1000, output_tokens=200, tpot_p99_s=step * 0.98,
+                rate_per_s=1, chips=[B200], **QUICK).plans == ()
+    assert plan(EIGHT_B, input_tokens=1000, output_tokens=200, tpot_p99_s=step * 1.5,
+                rate_per_s=1, chips=[B200], **QUICK).plans != ()
+    # A bigger model at the same precision streams slower on the same chip.
+    assert fastest_stream_tok_s("Llama 3.1 70B", B200)[0] < rate
+    with pytest.raises(ValueError, match="context_tokens"):
+        fastest_stream_tok_s(EIGHT_B, B200, context_tokens=0)
+    with pytest.raises(ValueError, match="chip"):
+        fastest_stream_tok_s(EIGHT_B, "Groq LPU (GroqChip)")
+
+
+def test_the_plan_explorer_shows_every_chip_it_sizes_planned_or_refused():
+    from inferlab.explorers import hardware
+
+    result = hardware.plan_explorer_compute(tpot_p99_ms=50, rate_per_s=200.0)
+    tables = hardware._plan_tables(result)["chips"]
+    assert tables["chip"] == list(hardware.PLAN_CHIPS)
+    planned = {p.chip: p.chips for p in result.plans}
+    for chip, chips, verdict in zip(tables["chip"], tables["chips"], tables["verdict"],
+                                    strict=True):
+        assert (verdict == "planned") == (chip in planned)
+        assert chips == planned[chip] if chip in planned else math.isnan(chips)
+    with pytest.raises(ValueError, match="precision"):
+        hardware.plan_explorer_compute(precision="fp3")
+    with pytest.raises(ValueError, match="rate_per_s"):
+        hardware.plan_explorer_compute(rate_per_s=0.0)
+
+
 def test_an_sram_machine_is_judged_by_its_own_bound():
     result = plan(EIGHT_B, input_tokens=1000, output_tokens=200, tpot_p99_s=1e-6,
                   rate_per_s=20, chips=["Groq LPU (GroqChip)"], **QUICK)

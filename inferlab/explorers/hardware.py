@@ -1,5 +1,5 @@
 """The explorers of chapter 'Choosing hardware': which families fit a workload, what
-speculative decoding gives, and how the systems rank at a promise.
+speculative decoding gives, and what a deployment of one's own needs.
 
 - The decision explorer computes with :func:`inferlab.choosing.decide_explorer_compute`.
   It opens on the chapter's chat service: Llama 3.1 70B at FP8, 30 tokens per second
@@ -12,12 +12,12 @@ speculative decoding gives, and how the systems rank at a promise.
   :func:`inferlab.speculative.speedup_curve`. It opens on the section's worked example:
   acceptance 0.8, four draft tokens, a draft costing ``choosing.DRAFT_COST_RATIO`` of a
   target step, over Cerebras's launch rate.
-- The ranking explorer computes with :func:`inferlab.choosing.rank_explorer_compute`:
-  each system's output tokens per second per chip at a latency promise, its cost per
-  million tokens and the chips the traffic takes. It opens on the chapter's chat
-  service: Llama 3.1 70B, 25 tokens per second per user (40 ms p99 TPOT), a 2 s p99
-  TTFT, 1,000-token prompts, 300-token outputs, 5 billion tokens a day. Its kind is
-  simulation: every HBM system's rate is searched with the serving simulator.
+- The planner explorer computes with :func:`plan_explorer_compute`, which runs
+  :func:`inferlab.plan.plan` on :data:`PLAN_CHIPS`: the chips each kind needs to serve
+  the traffic within the p99 bounds and the dollars per million output tokens. It opens
+  on the chapter's own service: Llama 3.1 8B, 1,000 tokens in and 200 out, a 2 s p99
+  TTFT, a 50 ms p99 TPOT, 20 requests a second. Its kind is simulation: each plan runs
+  the serving simulator on one replica of each layout it tries.
 
 The functions are tested where they live; this module only declares the controls, turns
 the results into tables and draws them.
@@ -34,6 +34,7 @@ from inferlab import choosing, specs, speculative
 from inferlab.data import result
 from inferlab.explorers.base import Choice, Explorer, Slider, log_range, register
 from inferlab.explorers.marks import badge, badged, over_line, text_line
+from inferlab.plan import plan as plan_deployment
 from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "07_choosing_hardware"
@@ -222,113 +223,136 @@ def speculative_explorer() -> Explorer:
     )
 
 
-# ---------------------------------------------------------------------- the ranking
+# ---------------------------------------------------------------------- the planner
 
-_RANK_WIDTH = 520
-#: Each system's row: a line of text over its bar, this many pixels high.
-_RANK_ROW = 40
-_RANK_ENDS = (1, 1e5)
-_RANK_SYSTEMS = [candidate.name for candidate in choosing.CANDIDATES]
-_MEETS, _CANNOT = "meets the promise", "cannot meet it"
+#: The chip kinds the planner explorer sizes: every chip with a dated price in
+#: data/prices.csv, and one without (ranked by chips), so the explorer shows both.
+PLAN_CHIPS = ("NVIDIA B200", "NVIDIA H200 SXM", "NVIDIA H100 SXM",
+              "Google TPU v5e (per chip)", "AMD MI325X")
+#: The models its menu offers: a small and a large dense model, one chip against many.
+PLAN_MODELS = ("Llama 3.1 8B", "Llama 3.1 70B")
+#: The precision menu: the planner's default (8 bits where the chip computes them) or 16.
+PLAN_PRECISIONS = ("8-bit where the chip has it", "bf16")
+#: The chapter's own service, where the explorer opens: Llama 3.1 8B, 1,000 tokens in and
+#: 200 out, p99 TTFT 2 s, p99 TPOT 50 ms, 20 requests a second.
+PLAN_SERVICE = {"model": "Llama 3.1 8B", "input_tokens": 1000, "output_tokens": 200,
+                "ttft_p99_s": 2.0, "tpot_p99_ms": 50, "rate_per_s": 20.0}
+
+_PLAN_WIDTH = 540
+_PLAN_ROW = 40
+_PLAN_ENDS = (1, 1e4)
+_PLANNED, _REFUSED = "planned", "refused"
 
 
-def _rank_reason(row) -> str:
-    """Why a system has no rate at the promise, in words."""
-    if row["method"] == "refused":
-        return row["note"]  # "does not fit: ... needs N x chip", the number is the point
-    if row["tok_s_per_chip"] == 0:
-        return "cannot meet the promise at any layout"
-    # "no compute peak published in data/hardware.csv: ..." and the like: its first clause.
-    return "not computed: " + row["note"].split(":")[0]
+def plan_explorer_compute(model: str = PLAN_SERVICE["model"],
+                          input_tokens: int = PLAN_SERVICE["input_tokens"],
+                          output_tokens: int = PLAN_SERVICE["output_tokens"],
+                          ttft_p99_s: float = PLAN_SERVICE["ttft_p99_s"],
+                          tpot_p99_ms: int = PLAN_SERVICE["tpot_p99_ms"],
+                          rate_per_s: float = PLAN_SERVICE["rate_per_s"],
+                          precision: str = PLAN_PRECISIONS[0]):
+    """:func:`inferlab.plan.plan` over :data:`PLAN_CHIPS` for one service: the
+    :class:`~inferlab.plan.PlanResult`. ``precision`` is one of :data:`PLAN_PRECISIONS`;
+    the rest are :func:`~inferlab.plan.plan`'s arguments (TPOT in milliseconds)."""
+    if precision not in PLAN_PRECISIONS:
+        raise ValueError(f"precision: {precision!r}; give one of {', '.join(PLAN_PRECISIONS)}")
+    return plan_deployment(model, input_tokens=input_tokens, output_tokens=output_tokens,
+                           ttft_p99_s=ttft_p99_s, tpot_p99_s=tpot_p99_ms / 1e3,
+                           rate_per_s=rate_per_s, chips=PLAN_CHIPS,
+                           precision=None if precision == PLAN_PRECISIONS[0] else "bf16")
 
 
-def _rank_tables(frame) -> dict[str, dict]:
-    rows = frame.set_index("system").loc[_RANK_SYSTEMS]
-    rates, texts, verdicts = [], [], []
-    for name, row in rows.iterrows():
-        rate = row["tok_s_per_chip"]
-        if rate > 0:
-            usd = row["usd_per_mtok"]
-            cost = f"${usd:.2f} per Mtok" if usd == usd else "no sourced price"
-            texts.append(f"{name}: {rate:,.0f} tok/s per chip, {cost}, "
-                         f"{row['chips']:,.0f} chips for the traffic")
-            rates.append(rate)
-            verdicts.append(_MEETS)
+def _plan_line(found) -> str:
+    layout = (f"tp{found.tp}" + (f" x pp{found.pp}" if found.pp > 1 else "")
+              + f" x {found.replicas}" if found.mode == "aggregated" else
+              " + ".join(f"{p.role} tp{p.tp} x {p.replicas}" for p in found.pools))
+    cost = (f"${found.usd_per_mtok:.3f} per M output tokens"
+            if math.isfinite(found.usd_per_mtok) else "no sourced price")
+    count = f"{found.chips:,} chip" + ("s" if found.chips != 1 else "")
+    return (f"{found.chip}: {count} ({found.mode}, {layout}, "
+            f"{found.precision}), {cost}; bound by {found.binding}")
+
+
+def _plan_tables(result) -> dict[str, dict]:
+    planned = {p.chip: p for p in result.plans}
+    reasons = dict(result.refused)
+    chips, texts, verdicts = [], [], []
+    for name in PLAN_CHIPS:
+        if name in planned:
+            chips.append(planned[name].chips)
+            texts.append(_plan_line(planned[name]))
+            verdicts.append(_PLANNED)
         else:
-            texts.append(f"{name}: {_rank_reason(row)}")
-            rates.append(math.nan)
-            verdicts.append(_CANNOT)
-    # The ranking's first row is the cheapest system that keeps the promise, or, with no
-    # sourced price among them, the fastest; none keeps it if its rate is not positive.
-    best = frame.iloc[0]
-    title = ("no system meets the promise" if not best["tok_s_per_chip"] > 0 else
-             f"cheapest that meets the promise: {best['system']}"
-             if best["usd_per_mtok"] == best["usd_per_mtok"] else
-             f"meets the promise, no sourced price: {best['system']}")
-    return {
-        "systems": {"system": list(rows.index), "tok_s": rates, "text": texts,
-                    "verdict": verdicts},
-        "title": {"text": [title]},
-    }
+            chips.append(math.nan)
+            # The reason's first clause: the figures that decide it come first.
+            texts.append(f"{name}: " + textwrap.shorten(reasons[name], 110, placeholder=" ..."))
+            verdicts.append(_REFUSED)
+    if not result.plans:
+        title = "no chip kind keeps this promise at this traffic"
+    else:
+        best = result.best()
+        title = (f"cheapest: {best.chip}, {best.chips:,} chip{'s' if best.chips != 1 else ''}, "
+                 f"${best.usd_per_mtok:.3f} per M output tokens"
+                 if math.isfinite(best.usd_per_mtok) else
+                 f"fewest chips (no sourced price): {best.chip}, {best.chips:,}")
+    return {"chips": {"chip": list(PLAN_CHIPS), "chips": chips, "text": texts,
+                      "verdict": verdicts},
+            "title": {"text": [title]}}
 
 
-def _rank_chart(part):
+def _plan_chart(part):
     import altair as alt
 
-    scale = alt.Scale(type="log", domain=list(_RANK_ENDS), clamp=True)
-    y = alt.Y("system:N", title=None, sort=_RANK_SYSTEMS,
-              scale=alt.Scale(domain=_RANK_SYSTEMS), axis=alt.Axis(labels=False, ticks=False))
-    verdicts = alt.Scale(domain=[_MEETS, _CANNOT], range=[PALETTE[2], "#999999"])
-    systems = part("systems")
-    bars = systems.mark_bar(height=12, yOffset=8).encode(
-        x=alt.X("floor:Q", scale=scale,
-                title="output tokens per second per chip at the promise",
-                axis=alt.Axis(values=[1, 10, 100, 1000, 10000, 100000], format=",~g")),
-        x2="tok_s:Q", y=y,
-        color=alt.Color("verdict:N", scale=verdicts, title=None, legend=None),
-        tooltip=[alt.Tooltip("system:N"),
-                 alt.Tooltip("tok_s:Q", title="tok/s per chip", format=",.0f")],
-    ).transform_calculate(floor=str(_RANK_ENDS[0])).transform_filter("isValid(datum.tok_s)")
-    # Each system's line sits over its bar: the systems that cannot keep the promise in
-    # grey, saying why.
-    lines = systems.mark_text(align="left", baseline="bottom", dy=2, fontSize=12).encode(
+    scale = alt.Scale(type="log", domain=list(_PLAN_ENDS), clamp=True)
+    y = alt.Y("chip:N", title=None, sort=list(PLAN_CHIPS),
+              scale=alt.Scale(domain=list(PLAN_CHIPS)), axis=alt.Axis(labels=False, ticks=False))
+    rows = part("chips")
+    bars = rows.mark_bar(height=12, yOffset=8, color=PALETTE[2]).encode(
+        x=alt.X("floor:Q", scale=scale, title="chips the traffic needs within the promise",
+                axis=alt.Axis(values=[1, 10, 100, 1000, 10000], format=",~g")),
+        x2="chips:Q", y=y,
+        tooltip=[alt.Tooltip("chip:N"), alt.Tooltip("chips:Q", format=",.0f")],
+    ).transform_calculate(floor=str(_PLAN_ENDS[0])).transform_filter("isValid(datum.chips)")
+    lines = rows.mark_text(align="left", baseline="bottom", dy=2, fontSize=12).encode(
         x=alt.value(0), y=y, text="text:N",
-        color=alt.condition(f"datum.verdict == '{_MEETS}'", alt.value("#222222"),
+        color=alt.condition(f"datum.verdict == '{_PLANNED}'", alt.value("#222222"),
                             alt.value("#777777")))
-    plot = alt.layer(bars, lines).properties(width=_RANK_WIDTH,
-                                             height=_RANK_ROW * len(_RANK_SYSTEMS))
+    plot = alt.layer(bars, lines).properties(width=_PLAN_WIDTH,
+                                             height=_PLAN_ROW * len(PLAN_CHIPS))
     heading = alt.layer(
-        text_line(part("title"), "datum.text", width=_RANK_WIDTH).mark_text(
+        text_line(part("title"), "datum.text", width=_PLAN_WIDTH).mark_text(
             align="left", baseline="top", fontSize=13, fontWeight="bold"),
-        badge("modelled", width=_RANK_WIDTH))
+        badge("modelled", width=_PLAN_WIDTH))
     return alt.vconcat(heading, plot, spacing=6)
 
 
 @register
-def rank_explorer() -> Explorer:
-    """Menu and sliders: model, speed each user needs (0: batch work), p99 time to first
-    token, daily volume, prompt and output length (each move runs the serving simulator
-    for every HBM system, cached per value)."""
+def plan_explorer() -> Explorer:
+    """Menus and sliders: model, prompt and answer lengths, p99 TTFT and TPOT bounds,
+    requests per second and precision; each move runs the planner on five chip kinds
+    (a second or more, cached per value)."""
+    service = PLAN_SERVICE
     return Explorer(
-        name="hw_rank", kind="simulation", chapter=CHAPTER,
-        compute=choosing.rank_explorer_compute, tables=_rank_tables, chart=_rank_chart,
+        name="hw_plan", kind="simulation", chapter=CHAPTER,
+        compute=plan_explorer_compute, tables=_plan_tables, chart=_plan_chart,
         controls=(
-            Choice("model", "model", choosing.RANK_MODELS, default="Llama 3.1 70B"),
-            # The chapter's sweep of the same function reads 5, 10, 25 and 40: the site
-            # shares its runs, and 0 is batch work.
-            Slider("per_user_tok_s", "speed each user needs (tok/s; 0 is batch work)",
-                   0.0, 500.0, 5.0, default=25.0, grid=(0.0, 5.0, 10.0, 25.0, 40.0),
-                   glued="hw_chat_per_user"),
-            # Fixed on the site, as are the lengths: every value more doubles the
-            # simulations the build runs.
-            Slider("ttft_p99_s", "p99 time to first token (s)", 0.1, 10.0, 0.1,
-                   default=2.0, grid=(2.0,)),
-            Slider("log10_tokens_per_day", "output tokens per day (log10)",
-                   _CHAT_VOLUME - 3.6, _CHAT_VOLUME + 2.3, 0.1, default=_CHAT_VOLUME,
-                   grid=(8.0, _CHAT_VOLUME, 10.7)),
-            Slider("prompt_tokens", "prompt length (tokens)", 100.0, 4000.0, 100.0,
-                   default=1000.0, grid=(1000.0,)),
-            Slider("output_tokens", "output length (tokens)", 50.0, 2000.0, 50.0,
-                   default=300.0, grid=(300.0,)),
+            Choice("model", "model", PLAN_MODELS, default=service["model"]),
+            # The lengths and the TTFT bound are fixed on the site: every value more
+            # multiplies the plans the build runs.
+            Slider("input_tokens", "prompt length (tokens)", 100, 8000, 100,
+                   default=service["input_tokens"], grid=(service["input_tokens"],)),
+            Slider("output_tokens", "answer length (tokens)", 50, 4000, 50,
+                   default=service["output_tokens"], grid=(service["output_tokens"],)),
+            Slider("ttft_p99_s", "p99 time to first token bound (s)", 0.1, 10.0, 0.1,
+                   default=service["ttft_p99_s"], grid=(service["ttft_p99_s"],)),
+            Slider("tpot_p99_ms", "p99 time per output token bound (ms)", 5, 200, 5,
+                   default=service["tpot_p99_ms"], grid=(20, service["tpot_p99_ms"], 100)),
+            Slider("rate_per_s", "requests per second", *log_range(20.0, 0.5, 1000.0, 0.1),
+                   0.1, default=service["rate_per_s"], grid=(2.0, service["rate_per_s"], 200.0),
+                   log=True),
+            Choice("precision", "weights' format", PLAN_PRECISIONS,
+                   default=PLAN_PRECISIONS[0], grid=(PLAN_PRECISIONS[0],)),
         ),
     )
+
+
