@@ -34,7 +34,6 @@ Used in chapter 'Choosing hardware'.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from functools import cache
 
@@ -1078,24 +1077,3 @@ def generated_tok_s(visible_tok_s: float = 40.0, hidden_per_visible: float = 4.0
     visible = checks.positive("visible_tok_s", visible_tok_s, high=1e9)
     hidden = checks.non_negative("hidden_per_visible", hidden_per_visible, high=1e4)
     return visible * (1.0 + hidden)
-
-
-# --------------------------------------------------------------------------------------
-# Explorer: a workload -> the families that fit
-# --------------------------------------------------------------------------------------
-
-
-def decide_explorer_compute(model: str = "Llama 3.1 70B", precision: str = "fp8",
-                            per_user_tok_s: float = 50.0, tail_ratio_max: float = 3.0,
-                            changes_per_month: float = 1.0,
-                            log10_tokens_per_day: float = 9.0) -> Decision:
-    """The decision explorer's pure function: :func:`decide` with the volume on a log scale.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    # 10**309 is past the largest float: the bound keeps the volume finite.
-    volume = checks.non_negative("log10_tokens_per_day", log10_tokens_per_day,
-                                 high=math.log10(sys.float_info.max))
-    return decide(model=model, precision=precision, per_user_tok_s=per_user_tok_s,
-                  tail_ratio_max=tail_ratio_max, changes_per_month=changes_per_month,
-                  tokens_per_day=10.0**volume)

@@ -133,14 +133,23 @@ def test_the_fastest_stream_is_the_step_the_tpot_floor_is_judged_by():
 def test_the_plan_explorer_shows_every_chip_it_sizes_planned_or_refused():
     from inferlab.explorers import hardware
 
-    result = hardware.plan_explorer_compute(tpot_p99_ms=50, rate_per_s=200.0)
-    tables = hardware._plan_tables(result)["chips"]
+    flow = hardware.plan_explorer_compute(tpot_p99_ms=50, rate_per_s=200.0)
+    result = flow.planned
+    tables = hardware._workflow_tables(flow)["chips"]
     assert tables["chip"] == list(hardware.PLAN_CHIPS)
     planned = {p.chip: p.chips for p in result.plans}
     for chip, chips, verdict in zip(tables["chip"], tables["chips"], tables["verdict"],
                                     strict=True):
         assert (verdict == "planned") == (chip in planned)
         assert chips == planned[chip] if chip in planned else math.isnan(chips)
+    # The decision guide judges the same service: 20 tok/s a user (50 ms), the traffic's
+    # output tokens a day.
+    assert flow.decision.requirements.per_user_tok_s == pytest.approx(20.0)
+    assert flow.decision.requirements.tokens_per_day == pytest.approx(200.0 * 200 * 86_400)
+    # Its own controls change the verdict, never the plans.
+    churn = hardware.plan_explorer_compute(tpot_p99_ms=50, rate_per_s=200.0,
+                                           changes_per_month=30.0)
+    assert churn.planned is result and churn.decision.fits == ("gpu",)
     with pytest.raises(ValueError, match="precision"):
         hardware.plan_explorer_compute(precision="fp3")
     with pytest.raises(ValueError, match="rate_per_s"):

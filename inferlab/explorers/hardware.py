@@ -1,23 +1,20 @@
-"""The explorers of chapter 'Choosing hardware': which families fit a workload, what
-speculative decoding gives, and what a deployment of one's own needs.
+"""The explorers of chapter 'Choosing hardware': what speculative decoding gives, and
+which families fit a service and what a deployment of it needs.
 
-- The decision explorer computes with :func:`inferlab.choosing.decide_explorer_compute`.
-  It opens on the chapter's chat service: Llama 3.1 70B at FP8, 30 tokens per second
-  per user, a p99 within three times the median, a model change every other month,
-  5 billion tokens a day. Its kind is simulation: the tails it judges come from
-  :func:`inferlab.choosing.latency_spread`, which runs the serving simulator (once,
-  then cached).
 - The speculative-decoding explorer computes with
   :func:`inferlab.speculative.speculative_decoding` and draws the curve of
   :func:`inferlab.speculative.speedup_curve`. It opens on the section's worked example:
   acceptance 0.8, four draft tokens, a draft costing ``choosing.DRAFT_COST_RATIO`` of a
   target step, over Cerebras's launch rate.
-- The planner explorer computes with :func:`plan_explorer_compute`, which runs
-  :func:`inferlab.plan.plan` on :data:`PLAN_CHIPS`: the chips each kind needs to serve
-  the traffic within the p99 bounds and the dollars per million output tokens. It opens
-  on the chapter's own service: Llama 3.1 8B, 1,000 tokens in and 200 out, a 2 s p99
-  TTFT, a 50 ms p99 TPOT, 20 requests a second. Its kind is simulation: each plan runs
-  the serving simulator on one replica of each layout it tries.
+- The planner explorer is the chapter's one workflow, computed by
+  :func:`plan_explorer_compute`: the decision guide's verdict per family
+  (:func:`inferlab.choosing.decide`, whose tails come from the serving simulator, once,
+  then cached), then :func:`inferlab.plan.plan` on :data:`PLAN_CHIPS`: the chips each
+  kind needs to serve the traffic within the p99 bounds and the dollars per million
+  output tokens. It opens on the chapter's own service: Llama 3.1 8B, 1,000 tokens in and
+  200 out, a 2 s p99 TTFT, a 50 ms p99 TPOT, 20 requests a second. Its kind is
+  simulation: each plan runs the serving simulator on one replica of each layout it
+  tries.
 
 The functions are tested where they live; this module only declares the controls, turns
 the results into tables and draws them.
@@ -27,13 +24,16 @@ from __future__ import annotations
 
 import math
 import textwrap
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
-from inferlab import choosing, specs, speculative
+from inferlab import choosing, speculative
 from inferlab.data import result
 from inferlab.explorers.base import Choice, Explorer, Slider, log_range, register
 from inferlab.explorers.marks import badge, badged, over_line, text_line
+from inferlab.plan import PlanResult
 from inferlab.plan import plan as plan_deployment
 from inferlab.plotting import KIND_COLORS, PALETTE
 
@@ -46,8 +46,6 @@ _BAR_HEIGHT = 34
 #: The reasons under the chart: lines of at most this many characters (the chart's width
 #: with its labels, in 12-pixel text), this many pixels apart, room kept for this many.
 _LINE_CHARS, _LINE_PX, _REASON_LINES = 78, 16, 11
-#: The chat service's volume, 5 billion output tokens a day, as the slider's logarithm.
-_CHAT_VOLUME = math.log10(5e9)
 
 
 def _against(verdict: choosing.Verdict) -> str:
@@ -103,38 +101,6 @@ def _decision_chart(part):
         x=alt.value(0), y=alt.Y("y:Q", scale=None), text="text:N",
     ).properties(width=_DECIDE_WIDTH, height=_LINE_PX * _REASON_LINES)
     return alt.vconcat(plot, lines, spacing=12)
-
-
-@register
-def decide_explorer() -> Explorer:
-    """Sliders and menus: daily volume, change rate, tail bound, speed per user, model,
-    precision."""
-    return Explorer(
-        name="hw_decide", kind="simulation", chapter=CHAPTER,
-        compute=choosing.decide_explorer_compute, tables=_decision_tables,
-        chart=_decision_chart,
-        controls=(
-            # The workload's volume and change rate first: they decide between families
-            # only while the others leave the choice open.
-            # Ends a whole number of steps from the chat service's volume (about 6 and
-            # 12), so that the slider opens on it rather than snapping to 9.7.
-            Slider("log10_tokens_per_day", "output tokens per day (log10)",
-                   _CHAT_VOLUME - 3.7, _CHAT_VOLUME + 2.3, 0.1,
-                   default=_CHAT_VOLUME, grid=(8.0, _CHAT_VOLUME, 10.7)),
-            Slider("changes_per_month", "model changes per month", 0.0, 60.0, 0.5,
-                   default=0.5, grid=(0.5, 30.0)),
-            Slider("tail_ratio_max", "largest p99 over median time per token", 1.0, 5.0, 0.05,
-                   default=3.0, grid=(1.05, 3.0)),
-            Slider("per_user_tok_s", "speed each user needs (tok/s)",
-                   *log_range(30, 1, 10000, 0.05), 0.05,
-                   default=30, log=True, grid=(10, 30, 100, 400, 1000),
-                   glued="hw_chat_tok_s"),
-            Choice("model", "model", tuple(specs.models()), default="Llama 3.1 70B",
-                   grid=("Llama 3.1 8B", "Llama 3.1 70B", "Llama 3.1 405B")),
-            Choice("precision", "precision of the weights", ("fp16", "fp8", "int8", "int4"),
-                   default="fp8", grid=("fp16", "fp8")),
-        ),
-    )
 
 
 # ------------------------------------------------------------ speculative decoding
@@ -234,14 +200,32 @@ PLAN_MODELS = ("Llama 3.1 8B", "Llama 3.1 70B")
 #: The precision menu: the planner's default (8 bits where the chip computes them) or 16.
 PLAN_PRECISIONS = ("8-bit where the chip has it", "bf16")
 #: The chapter's own service, where the explorer opens: Llama 3.1 8B, 1,000 tokens in and
-#: 200 out, p99 TTFT 2 s, p99 TPOT 50 ms, 20 requests a second.
+#: 200 out, p99 TTFT 2 s, p99 TPOT 50 ms, 20 requests a second; for the decision guide, a
+#: p99 within three times the median and a model change every other month.
 PLAN_SERVICE = {"model": "Llama 3.1 8B", "input_tokens": 1000, "output_tokens": 200,
-                "ttft_p99_s": 2.0, "tpot_p99_ms": 50, "rate_per_s": 20.0}
+                "ttft_p99_s": 2.0, "tpot_p99_ms": 50, "rate_per_s": 20.0,
+                "tail_ratio_max": 3.0, "changes_per_month": 0.5}
 
 _PLAN_WIDTH = 540
 _PLAN_ROW = 40
-_PLAN_ENDS = (1, 1e4)
+#: The chips axis starts below one chip, so a one-chip plan still shows a bar.
+_PLAN_ENDS = (0.5, 1e4)
 _PLANNED, _REFUSED = "planned", "refused"
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """What the planner explorer shows for one service: the families the decision guide
+    lets through (:func:`inferlab.choosing.decide`) and the planner's cheapest plan per
+    chip kind (:func:`inferlab.plan.plan`)."""
+
+    decision: choosing.Decision
+    planned: PlanResult
+
+
+#: The decision guide's precision for each entry of :data:`PLAN_PRECISIONS` (its weights'
+#: bytes are what it judges by).
+_DECIDE_PRECISION = {PLAN_PRECISIONS[0]: "fp8", PLAN_PRECISIONS[1]: "fp16"}
 
 
 def plan_explorer_compute(model: str = PLAN_SERVICE["model"],
@@ -250,12 +234,32 @@ def plan_explorer_compute(model: str = PLAN_SERVICE["model"],
                           ttft_p99_s: float = PLAN_SERVICE["ttft_p99_s"],
                           tpot_p99_ms: int = PLAN_SERVICE["tpot_p99_ms"],
                           rate_per_s: float = PLAN_SERVICE["rate_per_s"],
-                          precision: str = PLAN_PRECISIONS[0]):
-    """:func:`inferlab.plan.plan` over :data:`PLAN_CHIPS` for one service: the
-    :class:`~inferlab.plan.PlanResult`. ``precision`` is one of :data:`PLAN_PRECISIONS`;
-    the rest are :func:`~inferlab.plan.plan`'s arguments (TPOT in milliseconds)."""
+                          precision: str = PLAN_PRECISIONS[0],
+                          tail_ratio_max: float = PLAN_SERVICE["tail_ratio_max"],
+                          changes_per_month: float = PLAN_SERVICE["changes_per_month"]
+                          ) -> Workflow:
+    """The workflow of chapter 'Choosing hardware' for one service: the decision guide's
+    verdict per family at the speed per user the TPOT bound allows (``1000 /
+    tpot_p99_ms``) and the output tokens a day the traffic makes, with ``tail_ratio_max``
+    and ``changes_per_month``; then :func:`inferlab.plan.plan` over :data:`PLAN_CHIPS`.
+    ``precision`` is one of :data:`PLAN_PRECISIONS`; the rest are the planner's arguments
+    (TPOT in milliseconds)."""
     if precision not in PLAN_PRECISIONS:
         raise ValueError(f"precision: {precision!r}; give one of {', '.join(PLAN_PRECISIONS)}")
+    plans = _planned(model, input_tokens, output_tokens, ttft_p99_s, tpot_p99_ms, rate_per_s,
+                     precision)
+    decision = choosing.decide(model=model, precision=_DECIDE_PRECISION[precision],
+                               per_user_tok_s=1e3 / tpot_p99_ms, tail_ratio_max=tail_ratio_max,
+                               changes_per_month=changes_per_month,
+                               tokens_per_day=plans.rate_per_s * output_tokens * 86_400)
+    return Workflow(decision, plans)
+
+
+@lru_cache(maxsize=256)
+def _planned(model, input_tokens, output_tokens, ttft_p99_s, tpot_p99_ms, rate_per_s,
+             precision) -> PlanResult:
+    # The decision guide's own controls leave the plans as they are: the site's grid over
+    # them reuses each plan rather than running it again.
     return plan_deployment(model, input_tokens=input_tokens, output_tokens=output_tokens,
                            ttft_p99_s=ttft_p99_s, tpot_p99_s=tpot_p99_ms / 1e3,
                            rate_per_s=rate_per_s, chips=PLAN_CHIPS,
@@ -271,6 +275,16 @@ def _plan_line(found) -> str:
     count = f"{found.chips:,} chip" + ("s" if found.chips != 1 else "")
     return (f"{found.chip}: {count} ({found.mode}, {layout}, "
             f"{found.precision}), {cost}; bound by {found.binding}")
+
+
+def _workflow_tables(flow: Workflow) -> dict[str, dict]:
+    return {**_decision_tables(flow.decision), **_plan_tables(flow.planned)}
+
+
+def _workflow_chart(part):
+    import altair as alt
+
+    return alt.vconcat(_decision_chart(part), _plan_chart(part), spacing=18)
 
 
 def _plan_tables(result) -> dict[str, dict]:
@@ -329,12 +343,13 @@ def _plan_chart(part):
 @register
 def plan_explorer() -> Explorer:
     """Menus and sliders: model, prompt and answer lengths, p99 TTFT and TPOT bounds,
-    requests per second and precision; each move runs the planner on five chip kinds
-    (a second or more, cached per value)."""
+    requests per second, precision, and the decision guide's tail bound and change rate;
+    a move runs the decision guide and, unless only those two moved, the planner on five
+    chip kinds (a second or more, cached per value)."""
     service = PLAN_SERVICE
     return Explorer(
         name="hw_plan", kind="simulation", chapter=CHAPTER,
-        compute=plan_explorer_compute, tables=_plan_tables, chart=_plan_chart,
+        compute=plan_explorer_compute, tables=_workflow_tables, chart=_workflow_chart,
         controls=(
             Choice("model", "model", PLAN_MODELS, default=service["model"]),
             # The lengths and the TTFT bound are fixed on the site: every value more
@@ -352,6 +367,12 @@ def plan_explorer() -> Explorer:
                    log=True),
             Choice("precision", "weights' format", PLAN_PRECISIONS,
                    default=PLAN_PRECISIONS[0], grid=(PLAN_PRECISIONS[0],)),
+            # The decision guide's own two: they rule families in or out, never a plan.
+            Slider("tail_ratio_max", "largest p99 over median time per token", 1.0, 5.0, 0.05,
+                   default=service["tail_ratio_max"], grid=(1.05, service["tail_ratio_max"])),
+            Slider("changes_per_month", "model changes per month", 0.0, 60.0, 0.5,
+                   default=service["changes_per_month"],
+                   grid=(service["changes_per_month"], 30.0)),
         ),
     )
 
