@@ -920,7 +920,11 @@ MAX_SPECULATIVE_DRAFT = 16
 
 @dataclass(frozen=True)
 class ChipPrice:
-    """One row of ``data/prices.csv`` per chip: dollars per chip-hour, when, from whom."""
+    """One row of a price file (``data/prices.csv``) per chip: dollars per chip-hour,
+    when, from whom. :meth:`unpriced` stands for a chip with no row.
+
+    Used in chapter 'Choosing hardware' and by :func:`inferlab.plan.plan`.
+    """
 
     id: str
     chip: str
@@ -930,6 +934,26 @@ class ChipPrice:
     date: str
     provider: str
     source: str
+
+    @classmethod
+    def from_row(cls, row) -> ChipPrice:
+        """The price of one chip-hour in a row of a price file, whose ``usd_per_hour`` is
+        for ``chips`` chips (an 8-GPU instance, a v5e-8 slice)."""
+        return cls(row["id"], row["chip"], float(row["usd_per_hour"]) / int(row["chips"]),
+                   row["offer"], row["price_kind"], str(row["date"]), row["provider"],
+                   row["source"])
+
+    @classmethod
+    def unpriced(cls, chip: str) -> ChipPrice:
+        """A chip no row prices: ``usd_per_chip_hour`` is ``nan``."""
+        return cls("", chip, math.nan, "", "", "", "", "")
+
+    @property
+    def label(self) -> str:
+        """The row in one line: its id, the chip-hour, the offer and the date."""
+        if not self.id:
+            return "no price"
+        return f"{self.id} (${self.usd_per_chip_hour:.2f}/chip-h, {self.offer}, {self.date})"
 
 
 def chip_price(price_id: str = "packetai-b200-on-demand") -> ChipPrice:
@@ -947,10 +971,7 @@ def chip_price(price_id: str = "packetai-b200-on-demand") -> ChipPrice:
     if rows.empty:
         raise ValueError(f"price_id: {price_id!r} is not in data/prices.csv; known: "
                          f"{', '.join(table['id'])}")
-    row = rows.iloc[0]
-    return ChipPrice(row["id"], row["chip"], float(row["usd_per_hour"]) / int(row["chips"]),
-                     row["offer"], row["price_kind"], str(row["date"]), row["provider"],
-                     row["source"])
+    return ChipPrice.from_row(rows.iloc[0])
 
 
 def cost_per_million_tokens(chips: int = 8, usd_per_chip_hour: float = 3.75,

@@ -89,6 +89,7 @@ import numpy as np
 
 from inferlab import callable_module, checks, specs
 from inferlab.calibration import Stack, stack_or_assumed
+from inferlab.choosing import ChipPrice
 from inferlab.data import DATA_DIR, load_table, read_table
 from inferlab.feasibility import Infeasible, layout
 from inferlab.loadgen import MAX_RATE_PER_S, RunRules
@@ -313,15 +314,6 @@ def _finite(value: float) -> float | None:
 # --------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ChipPrice:
-    """One chip's price: dollars per chip-hour, and the row of the price file it is."""
-
-    chip: str
-    usd_per_chip_hour: float
-    label: str
-
-
 def chip_prices(prices: str | Path | None = None) -> dict[str, ChipPrice]:
     """The cheapest price per chip in the price file ``prices`` (default
     ``data/prices.csv``), checked as :func:`inferlab.data.load_table` checks it; a file
@@ -344,10 +336,10 @@ def chip_prices(prices: str | Path | None = None) -> dict[str, ChipPrice]:
         if row["chip"] not in known:
             raise ValueError(f"{where}, line {line}, column 'chip': unknown chip "
                              f"{row['chip']!r}; give a name of data/hardware.csv")
-        per_chip = float(row["usd_per_hour"]) / int(row["chips"])
-        label = f"{row['id']} (${per_chip:.2f}/chip-h, {row['offer']}, {row['date']})"
-        if row["chip"] not in found or per_chip < found[row["chip"]].usd_per_chip_hour:
-            found[row["chip"]] = ChipPrice(row["chip"], per_chip, label)
+        price = ChipPrice.from_row(row)
+        if row["chip"] not in found or \
+                price.usd_per_chip_hour < found[row["chip"]].usd_per_chip_hour:
+            found[row["chip"]] = price
     return found
 
 
@@ -562,7 +554,7 @@ def _plan_chip(hw: specs.Chip, inputs: _Inputs) -> list[Plan]:
     stack = inputs.stack or stack_or_assumed(hw, precision)
     layouts = _replica_layouts(hw, inputs.model, precision, inputs.max_replica_chips)
     context = _Chip(hw, precision, stack, inputs,
-                    inputs.prices.get(hw.name, ChipPrice(hw.name, math.nan, "no price")))
+                    inputs.prices.get(hw.name, ChipPrice.unpriced(hw.name)))
     plans, reasons = [], []
     for mode in inputs.modes:
         # Disaggregated pairs are tried only where they could cost less than the
