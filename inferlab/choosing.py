@@ -950,7 +950,7 @@ class ChipPrice:
 
     @property
     def label(self) -> str:
-        """The row in one line: its id, the chip-hour, the offer and the date."""
+        """The row in one line, with its id, the chip-hour, the offer and the date."""
         if not self.id:
             return "no price"
         return f"{self.id} (${self.usd_per_chip_hour:.2f}/chip-h, {self.offer}, {self.date})"

@@ -430,8 +430,9 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
     :data:`DEFAULT_PRECISIONS` the chip computes); ``chips`` a list of chip names or
     :class:`~inferlab.specs.Chip` (default every chip of ``data/hardware.csv``);
     ``prices`` a price file (default ``data/prices.csv``) or a dict of
-    :class:`ChipPrice`; ``stack`` a stack name or :class:`~inferlab.calibration.Stack`
-    used on every chip (default: each vendor's calibrated stack, else the assumed one);
+    :class:`~inferlab.choosing.ChipPrice`; ``stack`` a stack name or
+    :class:`~inferlab.calibration.Stack` used on every chip (default: each vendor's
+    calibrated stack, else the assumed one);
     ``modes`` any of :data:`MODES`; ``requests`` and ``seed`` set each simulated run (the
     replica count is searched in whole replicas, so there is no precision to set);
     ``max_replica_chips`` caps one replica's chips.
