@@ -298,7 +298,7 @@ def _plan_tables(result) -> dict[str, dict]:
             verdicts.append(_PLANNED)
         else:
             chips.append(math.nan)
-            # The reason's first clause: the figures that decide it come first.
+            # The reason cut to one line: its figures come first, so they stay.
             texts.append(f"{name}: " + textwrap.shorten(reasons[name], 110, placeholder=" ..."))
             verdicts.append(_REFUSED)
     if not result.plans:
