@@ -1,13 +1,16 @@
-"""Chapters short enough to answer their question in one sitting (issue 18).
+"""Chapters short enough to answer their question in one sitting (issues 18 and 31).
 
-A chapter's length is its words, counted the way a reader meets them in the source:
-every whitespace-separated piece of the MyST file after its jupytext header, prose,
-code and directives alike. Chapter 1 answers one puzzle; chapter 2 keeps one
-treatment of the roofline.
+Two counts. A chapter's *length* is its words the way a reader meets them in the
+source: every whitespace-separated piece of the MyST file after its jupytext header,
+prose, code and directives alike (chapter 1 answers one puzzle; chapter 2 keeps one
+treatment of the roofline). Its *main thread* is the prose a lecture covers: the
+words before its exercises, with code cells, other fenced blocks and directive
+options left out, at most 4,000 (a 50-minute lecture holds about 3,500-4,000).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,17 @@ from conftest import ROOT
 
 # The most words each chapter may have.
 LIMITS = {"01_prefill_decode": 6000, "02_bandwidth_floor": 7000}
+
+#: The most words of main-thread prose a chapter may have.
+LECTURE_WORDS = 4000
+
+#: The chapters held to one lecture. Chapter 7 is not yet (issue 31 stays open on it:
+#: about 6,100 words, its planner half a lecture of its own).
+LECTURES = ("01_prefill_decode", "02_bandwidth_floor", "03_batching", "04_tokenizers",
+            "05_scenarios", "06_endpoint_lab")
+
+LABEL = re.compile(r"^\(.*\)=$")
+FENCE = re.compile(r"^(`{3,}|~{3,})\s*(\{([^}]*)\})?")
 
 
 def chapter_words(text: str) -> int:
@@ -26,6 +40,59 @@ def chapter_words(text: str) -> int:
             raise ValueError("text: the front matter opened by '---' never closes")
         text = text[end + len("\n---"):]
     return len(text.split())
+
+
+def main_thread_words(text: str) -> int:
+    """Words of prose before the chapter's "Exercises" heading: code cells and plain
+    fenced blocks (code, glue) left out whole, a directive's options (``:label:``) left
+    out but its body (an admonition's text) counted, as a reader hears it."""
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end < 0:
+            raise ValueError("text: the front matter opened by '---' never closes")
+        text = text[end + len("\n---"):]
+    kept, fence = [], None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if fence:
+            if stripped.startswith(fence) and not stripped.strip("`~"):
+                fence = None
+            continue
+        opened = FENCE.match(stripped)
+        if opened:
+            kind = opened.group(3) or ""
+            if kind in ("", "code-cell") or kind.startswith("glue"):
+                fence = opened.group(1)
+            continue
+        if re.match(r"^#+\s+Exercises\b", stripped):
+            break
+        # A directive's option, a cell break, a label target: markup, not prose.
+        if re.match(r"^:[\w-]+:", stripped) or stripped == "+++" or LABEL.match(stripped):
+            continue
+        kept.append(line)
+    return len(" ".join(kept).split())
+
+
+def test_the_main_thread_keeps_prose_and_admonitions_and_stops_at_the_exercises():
+    page = ("---\njupytext: {}\n---\n# Title here\n\n(sec-x)=\nOne two three.\n\n"
+            "```{code-cell} ipython3\n:tags: [remove-cell]\nx = 1 + 2 + 3\n```\n\n"
+            ":::{admonition} Takeaway\n:class: tip\nFour five.\n:::\n\n"
+            "```python\nprint('not prose')\n```\n\n## Exercises\n\nNot counted at all.\n")
+    # "# Title here" 3, "One two three." 3, ":::{admonition} Takeaway" 2, "Four five." 2,
+    # the closing ":::" 1.
+    assert main_thread_words(page) == 11
+    with pytest.raises(ValueError, match="never closes"):
+        main_thread_words("---\nkernelspec: python3\n")
+
+
+@pytest.mark.parametrize("chapter", LECTURES)
+def test_the_chapter_is_one_lecture(chapter):
+    text = (ROOT / "book" / f"{chapter}.md").read_text(encoding="utf-8")
+    words = main_thread_words(text)
+    assert words <= LECTURE_WORDS, (
+        f"book/{chapter}.md has {words:,} words of main-thread prose, "
+        f"{words - LECTURE_WORDS:,} over one lecture's {LECTURE_WORDS:,}; move detail a "
+        f"first reading does not need to a page under the hood")
 
 
 def test_the_count_leaves_out_the_front_matter_and_counts_everything_else():
