@@ -62,8 +62,6 @@ from inferlab.simulator import (
 )
 from inferlab.traffic import Lengths, make_requests
 
-CHAPTER = "07_choosing_hardware"
-
 #: The four families, in the order the chapter presents them.
 FAMILIES = ("gpu", "fixed-function", "lpu", "dataflow")
 

@@ -72,7 +72,7 @@ Every figure is modelled: the stacks are fitted on MLPerf Llama 2 70B (each plan
 where its stack's numbers came from) or assumed, and the appendix 'How far the model
 carries' reports how far other models drift from their audited results.
 
-Used in chapter 'Choosing hardware'.
+Used in chapter 'Sizing a deployment'.
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ class Pool:
     setting (``None`` for a decode pool); ``method`` how the rate was found;
     ``binding`` what limits it (:data:`BINDINGS`).
 
-    Used in chapter 'Choosing hardware'.
+    Used in chapter 'Sizing a deployment'.
     """
 
     role: str
@@ -195,7 +195,7 @@ class Plan:
     docstring), ``nan`` without a price; ``stack`` and ``fitted_on`` where the engine's
     numbers came from; ``price`` the price row used.
 
-    Used in chapter 'Choosing hardware'.
+    Used in chapter 'Sizing a deployment'.
     """
 
     chip: str
@@ -250,7 +250,7 @@ class PlanResult:
     given, resolved: ``model``, ``workload`` (its name), the bounds (``inf`` for none) and
     ``rate_per_s``.
 
-    Used in chapter 'Choosing hardware'.
+    Used in chapter 'Sizing a deployment'.
     """
 
     model: str
@@ -440,7 +440,7 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
     Raises ``ValueError`` naming the argument for an unknown model or chip, a length of 0
     or beyond the context, a bound or rate of 0 or less, an unreadable price file.
 
-    Used in chapter 'Choosing hardware'.
+    Used in chapter 'Sizing a deployment'.
     """
     spec = specs.as_model(model)
     seed = checks.seed("seed", seed)
@@ -486,7 +486,7 @@ def fastest_stream_tok_s(model, chip, *, precision: str | None = None,
     The same step the planner's TPOT floor is judged by, so a TPOT bound below its inverse
     is refused by :func:`plan`; ``precision`` and ``stack`` as there.
 
-    Used in chapter 'Choosing hardware'.
+    Used in chapter 'Sizing a deployment'.
     """
     spec = specs.as_model(model)
     hw = specs.as_chip(chip)

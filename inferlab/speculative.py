@@ -41,10 +41,6 @@ import numpy as np
 
 from inferlab import checks
 
-#: The chapter that explains speculative decoding and shows its explorer (the same
-#: name as ``inferlab.choosing.CHAPTER``, which this light module does not import).
-CHAPTER = "07_choosing_hardware"
-
 #: The longest draft the functions below take, ten times the longest published drafts
 #: (2 to 10 tokens); it bounds the search over draft lengths to a fraction of a second.
 MAX_DRAFT_TOKENS = 100

@@ -241,10 +241,10 @@ def test_the_speculative_explorer_opens_on_the_sections_worked_example(built_boo
 
 @pytest.mark.build
 def test_the_plan_explorer_opens_on_the_chapters_own_service(built_book):
-    """Section 'Now your workload' plans Llama 3.1 8B, 1,000 tokens in and 200 out, a 2 s
+    """Chapter 'Sizing a deployment' plans Llama 3.1 8B, 1,000 tokens in and 200 out, a 2 s
     p99 TTFT, a 50 ms p99 TPOT, 20 requests a second: the planner explorer opens on that
     service, and its plans are the chapter's for the chips it shows."""
-    answers = glued(built_book, "07_choosing_hardware")
+    answers = glued(built_book, "08_sizing")
     explorer = REGISTRY["hw_plan"]
     start = explorer.defaults()
     text = chapter_text(explorer)

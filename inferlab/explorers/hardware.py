@@ -38,6 +38,8 @@ from inferlab.plan import plan as plan_deployment
 from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "07_choosing_hardware"
+#: The chapter that sizes a deployment with the planner and shows its explorer.
+PLAN_CHAPTER = "08_sizing"
 
 # ---------------------------------------------------------------------- the decision
 
@@ -348,7 +350,7 @@ def plan_explorer() -> Explorer:
     chip kinds (a second or more, cached per value)."""
     service = PLAN_SERVICE
     return Explorer(
-        name="hw_plan", kind="simulation", chapter=CHAPTER,
+        name="hw_plan", kind="simulation", chapter=PLAN_CHAPTER,
         compute=plan_explorer_compute, tables=_workflow_tables, chart=_workflow_chart,
         controls=(
             Choice("model", "model", PLAN_MODELS, default=service["model"]),
