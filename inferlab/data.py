@@ -109,7 +109,8 @@ class _ByColumn:
 class Column:
     """What one column must hold.
 
-    ``kind`` is ``"text"``, ``"number"`` or ``"integer"``. Text may be restricted
+    ``kind`` is ``"text"``, ``"source"`` (text that may not be a placeholder such as
+    ``TODO``), ``"number"`` or ``"integer"``. Text may be restricted
     to ``allowed`` values. Numbers must lie in their ``plausible`` range, which is
     either one range or one per value of another column. ``required`` columns may
     not be empty in any row.
@@ -121,8 +122,18 @@ class Column:
     plausible: _Range | _ByColumn | None = None
 
 
+#: What a ``source`` cell may not be: a note to fill it in later. Compared case-blind,
+#: after stripping spaces; a cell of dots only ("...", "…") is one too.
+PLACEHOLDER_SOURCES = ("todo", "tbd", "tbc", "fixme", "xxx", "n/a", "na", "unknown", "?")
+
+
 def _text(required: bool = True, allowed: tuple[str, ...] | None = None) -> Column:
     return Column("text", required=required, allowed=allowed)
+
+
+def _source() -> Column:
+    """A required ``source`` cell, which must name where a figure was published."""
+    return Column("source")
 
 
 def _number(plausible: _Range | _ByColumn, required: bool = True) -> Column:
@@ -206,7 +217,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
             1, 5_000, "W", "one chip's power limit: 350 W (H100 PCIe) to 1,200 W (GB200)",
             per="chips"), required=False),
         "full_power_part": _text(required=False),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "models": {
@@ -251,7 +262,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "context_length_tokens": _integer(_Range(
             128, 100_000_000, "tokens", "2,048 (GPT-3) to 10 million (Llama 4 Scout)")),
         "attention": _text(allowed=("mha", "gqa", "mla")),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "results": {
@@ -274,7 +285,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "unit": _text(allowed=("tokens/s", "s", "x", "%")),
         "date_or_round": _text(),
         "audited": _text(allowed=AUDIT_STATES),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "mlperf_llama2_70b": {
@@ -294,7 +305,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
             5, 150_000, "tokens/s", "Llama 2 70B per accelerator: ~74 (L40S, Server) to "
             "~13,000 (GB200, Offline), with ten times margin either side",
             per="accelerators")),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "mlperf_engine_configs": {
@@ -328,7 +339,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
                                     required=False),
         "min_prefill_queries": _integer(_Range(1, 1_000, "queries", "1 to 10 in the table"),
                                         required=False),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "stacks": {
@@ -345,7 +356,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "clock_share": _number(_Range(
             0, 1, "", "the share of the fixed cost that runs at the chip's clock")),
         "fitted_on": _text(),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "leaderboard": {
@@ -358,7 +369,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "ttft_ms": _number(_Range(
             1, 600_000, "ms", "120 to 1,800 ms in the snapshot; ten minutes is a timeout")),
         "model_kind": _text(required=False),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "mlperf_llama2_70b_input_lengths": {
@@ -366,7 +377,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
             1, 1_024, "tokens", "MLPerf keeps prompts of at most 1,024 tokens (48 to 1,021 here)")),
         "samples": _integer(_Range(
             1, 24_576, "samples", "how many of the data set's 24,576 samples have this length")),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "mlperf_dataset_lengths": {
@@ -379,7 +390,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
             required=False),
         "samples": _integer(_Range(
             1, 1_000_000, "samples", "how many of the data set's samples have these lengths")),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "mlperf_llm_results": {
@@ -401,7 +412,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
             1, 500_000, "tokens/s", "per accelerator: ~20 (Llama 3.1 405B Interactive on an "
             "H100) to ~20,000 (Llama 3.1 8B Offline on a B200), with margin either side",
             per="accelerators")),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "mlperf_llama2_70b_latencies": {
@@ -416,7 +427,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
             0.1, 10_000, "queries/s", "the rate the submitter asked LoadGen for, as above")),
         "min_duration_s": _number(_Range(
             600, 86_400, "s", "MLPerf's minimum is 600 s; submitters ask for up to 5,400")),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
     "prices": {
@@ -431,7 +442,7 @@ SCHEMAS: dict[str, dict[str, Column]] = {
             per="chips")),
         "price_kind": _text(allowed=("list", "negotiated", "estimate")),
         "date": _text(),
-        "source": _text(),
+        "source": _source(),
         "note": _text(required=False),
     },
 }
@@ -635,6 +646,12 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 def _parse(value: str, column: Column) -> object:
     """Turn one CSV cell into a Python value, or raise ValueError saying why not."""
+    if column.kind == "source":
+        bare = value.strip().lower()
+        if bare in PLACEHOLDER_SOURCES or not bare.strip(".…"):
+            raise ValueError(f"{value!r} is a placeholder, not a source; name where the figure "
+                             "was published (an address, a paper, a file)")
+        return value
     if column.kind == "text":
         if column.allowed is not None and value not in column.allowed:
             raise ValueError(f"{value!r} is not one of {', '.join(column.allowed)}")
@@ -817,7 +834,7 @@ def _check_row(cells: list[_Cell], header: list[str], schema: dict[str, Column],
         if value == "":
             if column.required:
                 raise DataError(f"{where(cell.line, index)}: empty, but required")
-            values[column_name] = None if column.kind == "text" else math.nan
+            values[column_name] = None if column.kind in ("text", "source") else math.nan
             continue
         try:
             values[column_name] = _parse(value, column)

@@ -14,8 +14,10 @@ The endpoint lab benchmarks a real HTTP endpoint on the reader's own machine.
 What real clients send is accepted as the OpenAI API defines it: a chat
 ``content`` may be a string or a list of ``{"type": "text", "text": ...}``
 parts (joined with newlines, as vLLM joins them; a part of any other type is
-refused with 400 naming it), and a JSON ``null`` counts as a parameter not
-given. The server decodes greedily (sampling parameters such as
+refused with 400 naming it); a message without ``content`` is refused with 400
+naming ``messages[i].content`` unless it is an assistant's ``tool_calls``, which
+OpenAI's schema lets omit it; and a JSON ``null`` counts as a parameter not given.
+The server decodes greedily (sampling parameters such as
 ``temperature`` change nothing); parameters whose meaning it cannot deliver
 (:data:`UNSUPPORTED`: ``logprobs``, ``echo``, ``n`` above 1, ``best_of``,
 ``suffix``, ``logit_bias``, ``tools``, a non-text ``response_format``, ...) are
@@ -50,8 +52,10 @@ never emits an end-of-sequence token: set ``eos_token_id`` to make one id stop
 a request (unless the request sets ``ignore_eos``).
 
 Errors have OpenAI's body ``{"error": {"message", "type", "param", "code"}}``:
-malformed JSON or fields 400, an unknown model or path 404, a wrong method 405, a prompt (plus
-``max_tokens``) longer than the context 400, and 429 when ``max_running``
+malformed JSON or fields 400, an unknown model or path 404, a wrong method 405, a prompt
+longer than the context 400 naming the prompt, a prompt that fits but leaves less room
+than ``max_tokens`` asks 400 naming ``max_tokens`` and the room it leaves (as vLLM does),
+and 429 when ``max_running``
 requests are running and ``max_waiting`` more are queued (requests beyond the
 running batch wait in that queue; set ``max_waiting=0`` to refuse at once).
 A client that disconnects, streamed or not, has its request cancelled at once and
@@ -612,8 +616,12 @@ def _chat_messages(messages) -> list[dict]:
                                    f"messages[{index}].content")
                 texts.append(part["text"])
             content = "\n".join(texts)
+        elif content is None and message["role"] == "assistant" and message.get("tool_calls"):
+            content = ""  # an assistant's tool call carries no text, by OpenAI's schema
         elif content is None:
-            content = ""
+            raise APIError(400, f"messages[{index}].content: required (a string or a list of "
+                           "text parts); only an assistant message with tool_calls may omit it",
+                           f"messages[{index}].content")
         if not isinstance(content, str):
             raise APIError(400, shape, "messages")
         out.append({"role": message["role"], "content": content})
@@ -1013,10 +1021,18 @@ class LabServer:
         context, max_tokens = self.config.context_tokens, job["max_tokens"]
         if prompt_tokens + max_tokens > context:
             bound = "at least " if at_least else ""
-            raise APIError(400, f"This model's maximum context length is {context} tokens. "
-                           f"However, you requested {bound}{prompt_tokens + max_tokens} tokens "
-                           f"({bound}{prompt_tokens} in the prompt, {max_tokens} for the "
-                           "completion).", "messages" if chat else "prompt",
+            message = (f"This model's maximum context length is {context} tokens. However, "
+                       f"you requested {bound}{prompt_tokens + max_tokens} tokens ({bound}"
+                       f"{prompt_tokens} in the prompt, {max_tokens} for the completion).")
+            if prompt_tokens < context:
+                # The prompt fits: what must shrink is the completion it asked for, so the
+                # error names max_tokens and the most this prompt leaves, as vLLM's does.
+                room = context - prompt_tokens
+                raise APIError(400, f"max_tokens: got {max_tokens}; this prompt leaves "
+                               f"{'at most ' if at_least else ''}{room} of the context of "
+                               f"{context} tokens. {message}", "max_tokens",
+                               code="context_length_exceeded")
+            raise APIError(400, message, "messages" if chat else "prompt",
                            code="context_length_exceeded")
 
     def _text_prompt(self, text: str, job: dict, chat: bool) -> str:

@@ -68,6 +68,7 @@ import numpy as np
 
 from inferlab import checks
 from inferlab.bisection import bisect, highest_passing
+from inferlab.mlperf import LLAMA2_70B_MEAN_OUTPUT_TOKENS, LLAMA2_70B_MEAN_PROMPT_TOKENS
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.scheduler import (
     PAGED_WATERMARK_FRACTION,
@@ -482,10 +483,10 @@ def fit_efficiency(measure, target: float, *, low: float = 0.05, high: float = 1
 #: chapter's calibration lands near, and a 1 ms overhead per step.
 EXPLORER_EFFICIENCY = 0.65
 EXPLORER_OVERHEAD_S = 1e-3
-#: The explorers' traffic — prompts of 300 tokens on average, outputs of 294 (MLPerf's mean
-#: for Llama 2 70B), both capped at 1,024 tokens as in MLPerf's data set.
-EXPLORER_PROMPT = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)
-EXPLORER_OUTPUT_MEAN = 294
+#: The explorers' traffic — MLPerf's mean lengths for Llama 2 70B (prompts of 222 tokens,
+#: outputs of 294), both capped at 1,024 tokens as in MLPerf's data set.
+EXPLORER_PROMPT = Lengths(LLAMA2_70B_MEAN_PROMPT_TOKENS, cv=1.0, min_tokens=1, max_tokens=1024)
+EXPLORER_OUTPUT_MEAN = LLAMA2_70B_MEAN_OUTPUT_TOKENS
 EXPLORER_REQUESTS = 2000
 #: The draw of traffic the tail explorer simulates, one fixed draw, so that a moved slider
 #: changes the server or the load and not the luck of the arrivals.

@@ -80,6 +80,7 @@ from inferlab.capacity import (
     kv_bytes_per_token,
 )
 from inferlab.feasibility import Infeasible, Layout, layout
+from inferlab.mlperf import LLAMA2_70B_MEAN_OUTPUT_TOKENS, LLAMA2_70B_MEAN_PROMPT_TOKENS
 from inferlab.mlperf import MLPERF_PER_USER_TOK_S as MLPERF_PER_USER_TOK_S
 from inferlab.roofline import flop_per_token, params_read, sustained_flop_per_s
 
@@ -317,14 +318,27 @@ class Replica:
         batch = np.asarray(batch)
         return self.step_s(batch * np.asarray(context_tokens), batch)
 
-    def prefill_s(self, prompt_tokens):
+    def prefill_s(self, prompt_tokens, cached_tokens=0):
         """One step that prefills a single prompt of ``prompt_tokens`` tokens and nothing else.
 
         On a lightly loaded server this is the time to first token. Causal attention
         gives ``prompt x (prompt + 1) / 2`` (query, key) pairs.
+
+        ``cached_tokens`` of the prompt's start already sit in a prefix cache (vLLM's
+        automatic prefix caching, SGLang's RadixAttention): only the rest goes through
+        the weights, each new token attending over the cached ones and those before it,
+        while the step reads the whole prompt's cache. At least the prompt's last token
+        is always computed, since its logits give the first output token, so
+        ``cached_tokens`` runs from 0 to ``prompt_tokens - 1`` (a ``ValueError`` names
+        it otherwise). Vectorised over either argument.
         """
         prompt = np.asarray(prompt_tokens, dtype=float)
-        return self.step_s(prompt, prompt, prompt * (prompt + 1) / 2)
+        cached = np.asarray(cached_tokens, dtype=float)
+        if np.any(~np.isfinite(cached)) or np.any(cached < 0) or np.any(cached > prompt - 1):
+            raise ValueError(f"cached_tokens: got {cached_tokens!r}; must be from 0 to "
+                             f"prompt_tokens - 1 (the last prompt token is always computed)")
+        new = prompt - cached
+        return self.step_s(prompt, new, new * cached + new * (new + 1) / 2)
 
     # ---- derived figures -----------------------------------------------------------
 
@@ -631,8 +645,8 @@ def interactivity_front(
     chip: str,
     model: str = "Llama 2 70B",
     precision: str = "fp8",
-    prompt_tokens: float = 300,
-    output_tokens: float = 294,
+    prompt_tokens: float = LLAMA2_70B_MEAN_PROMPT_TOKENS,
+    output_tokens: float = LLAMA2_70B_MEAN_OUTPUT_TOKENS,
     *,
     efficiency: float = 1.0,
     step_overhead_s: float = 0.0,
@@ -693,8 +707,8 @@ class CurveView:
 
 def curve_explorer_compute(
     precision: str = "fp8",
-    prompt_tokens: int = 300,
-    output_tokens: int = 294,
+    prompt_tokens: int = LLAMA2_70B_MEAN_PROMPT_TOKENS,
+    output_tokens: int = LLAMA2_70B_MEAN_OUTPUT_TOKENS,
     efficiency: float = 0.65,
     step_overhead_ms: float = 1.0,
 ) -> CurveView:

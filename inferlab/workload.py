@@ -37,6 +37,7 @@ import numpy as np
 
 from inferlab import checks
 from inferlab.data import load_table
+from inferlab.mlperf import LLAMA2_70B_MEAN_OUTPUT_TOKENS
 from inferlab.traffic import DatasetLengths, Lengths, mlperf_input_lengths
 
 #: The most requests a workload may hold or draw at once.
@@ -59,7 +60,7 @@ MAX_OUTPUT_TOKENS = {"llama2-70b": 1024, "mixtral-8x7b": 1024, "llama3.1-8b": 12
 #: What Llama 2 70B answers in MLPerf's benchmark, which its data set does not record per
 #: sample: log-normal of the reference model's mean (294 tokens), an assumed spread of 1,
 #: MLPerf's cap of 1,024 and at least two tokens.
-LLAMA2_70B_OUTPUT = Lengths(294, cv=1.0, min_tokens=MIN_OUTPUT_TOKENS,
+LLAMA2_70B_OUTPUT = Lengths(LLAMA2_70B_MEAN_OUTPUT_TOKENS, cv=1.0, min_tokens=MIN_OUTPUT_TOKENS,
                             max_tokens=MAX_OUTPUT_TOKENS["llama2-70b"])
 
 #: The characters Llama 3.1 8B generates over MLPerf's 13,368 CNN/DailyMail samples, the

@@ -14,6 +14,7 @@ from conftest import glued
 
 from inferlab import roofline, specs
 from inferlab.data import result
+from inferlab.roofline import params_read
 
 RESERVE = 0.10  # family_floor holds back 10 % of memory, as the exercise says
 DAY_S = 86_400
@@ -109,3 +110,22 @@ def test_ex_hw_specdec_is_the_least_acceptance_that_explains_groqs_speed_up(answ
     assert all(speed_up(a - 0.005, j) < target for j in range(1, int(longest) + 1))
     # A nearly free draft asks for less acceptance than the text's 5 % draft.
     assert a * 100 < answers["hw_spec_groq_accept"]
+
+
+@pytest.mark.build
+def test_ex_hw_moe_finds_the_least_batch_that_reads_nine_tenths_of_the_experts(answers):
+    qwen = specs.model("Qwen3 235B-A22B")
+    k, experts = qwen.experts_per_token, qwen.experts
+    batch = answers["ex_hw_moe_batch"]
+
+    def experts_read(b):
+        return experts * (1 - (1 - k / experts) ** b)
+
+    assert experts_read(batch) >= 0.9 * experts > experts_read(batch - 1)
+    assert answers["ex_hw_moe_share"] == pytest.approx(
+        params_read(qwen, batch) / qwen.params_total)
+    # Batching spreads the read: far fewer bytes a token than one token alone.
+    assert answers["ex_hw_moe_gb_per_token"] * 1e9 == pytest.approx(
+        params_read(qwen, batch) / batch)
+    assert answers["ex_hw_moe_gb_per_token"] < answers["ex_hw_moe_gb_alone"] / 3
+

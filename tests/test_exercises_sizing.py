@@ -11,6 +11,8 @@ import pytest
 from conftest import glued
 
 from inferlab import specs
+from inferlab.calibration import stack_for
+from inferlab.steptime import replica
 
 DAY_S = 86_400
 
@@ -66,3 +68,17 @@ def test_ex_hw_plan_meets_its_bounds_prices_its_chips_and_never_more_than_double
     cheaper = min((("NVIDIA H200 SXM", "h200"), ("NVIDIA B200", "b200")),
                   key=lambda pair: answers[f"ex_hw_plan_{pair[1]}_1b_usd"])[0]
     assert answers["ex_hw_plan_cheaper"] == cheaper
+
+
+@pytest.mark.build
+def test_ex_hw_prefix_halves_the_mean_ttft_at_the_hit_rate_it_gives(answers):
+    params = stack_for("NVIDIA H200 SXM", "fp8").replica_parameters(
+        "NVIDIA H200 SXM", "fp8", "Llama 3.1 8B")
+    rep = replica("Llama 3.1 8B", "NVIDIA H200 SXM", 1, "fp8", **params)
+    cold, cached = rep.prefill_s(4000), rep.prefill_s(4000, 3000)
+    assert answers["ex_hw_prefix_cold_ms"] == pytest.approx(cold * 1e3)
+    assert answers["ex_hw_prefix_cached_ms"] == pytest.approx(cached * 1e3)
+    hit = answers["ex_hw_prefix_half_hit"]
+    assert 0 < hit < 1
+    assert hit * cached + (1 - hit) * cold == pytest.approx(cold / 2)
+    assert answers["ex_hw_prefix_spared"] == pytest.approx(0.9 * 3000 / 4000)

@@ -142,6 +142,36 @@ def test_prompt_longer_than_context_says_so(server, client):
     assert "4096" in r.json()["error"]["message"]
 
 
+def test_a_fitting_prompt_with_too_many_max_tokens_names_max_tokens_and_the_room(
+        server, client):
+    # The prompt fits the 4,096-token context; the completion asked for does not.
+    r = client.post(server.base_url + "/completions",
+                    json={"model": MODEL, "prompt": [1] * 4000, "max_tokens": 200})
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["param"] == "max_tokens"
+    assert "max_tokens: got 200" in error["message"] and "leaves 96 " in error["message"]
+    # A prompt that alone fills the context is the prompt's fault.
+    r = client.post(server.base_url + "/completions",
+                    json={"model": MODEL, "prompt": [1] * 4096, "max_tokens": 1})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "prompt"
+
+
+def test_a_chat_message_without_content_is_refused_by_its_index(server, client):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user"}]
+    r = client.post(server.base_url + "/chat/completions",
+                    json={"model": MODEL, "messages": messages, "max_tokens": 2})
+    assert r.status_code == 400
+    assert r.json()["error"]["param"] == "messages[1].content"
+    # An assistant's tool call is the one message OpenAI's schema lets omit its content.
+    call = {"role": "assistant", "content": None, "tool_calls": [
+        {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
+    r = client.post(server.base_url + "/chat/completions", json={
+        "model": MODEL, "max_tokens": 2,
+        "messages": [{"role": "user", "content": "hi"}, call,
+                     {"role": "user", "content": "and?"}]})
+    assert r.status_code == 200, r.text
+
+
 def test_eos_stops_a_request_unless_ignore_eos():
     engine = Engine(EngineConfig.named("tiny"), show=None)
     ids = np.array(get_tokenizer("cl100k_base").encode("stop here")) % 512

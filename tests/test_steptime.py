@@ -189,3 +189,23 @@ def test_per_step_overhead_is_what_makes_the_interactive_bound_cost_throughput()
         st.curve_explorer_compute(step_overhead_ms=-1)
     with pytest.raises(ValueError, match="efficiency"):
         st.curve_explorer_compute(efficiency=0)
+
+
+def test_a_cached_prefix_is_read_not_recomputed():
+    rep = st.replica("Llama 3.1 8B", "NVIDIA H200 SXM", 1, "fp8", compute_efficiency=0.6,
+                     memory_efficiency=0.8, step_overhead_s=0.002)
+    prompt = 2000
+    cold = rep.prefill_s(prompt)
+    assert rep.prefill_s(prompt, 0) == pytest.approx(cold)
+    # The uncached suffix goes through the weights, attending over every earlier token;
+    # the whole prompt's cache is read.
+    for cached in (500, 1500, 1999):
+        new = prompt - cached
+        assert rep.prefill_s(prompt, cached) == pytest.approx(
+            rep.step_s(prompt, new, new * cached + new * (new + 1) / 2))
+    # More cached, never slower; a full hit still pays one token's step.
+    times = rep.prefill_s(prompt, np.array([0, 500, 1000, 1500, 1999]))
+    assert np.all(np.diff(times) < 0) and times[-1] >= rep.step_s(prompt, 1, prompt)
+    for bad in (-1, prompt, 2.5e9, float("nan")):
+        with pytest.raises(ValueError, match="cached_tokens: .* 0 to prompt_tokens - 1"):
+            rep.prefill_s(prompt, bad)

@@ -7,6 +7,7 @@ import pytest
 
 from inferlab.data import load_table
 from inferlab.loadgen import Workload, mlperf_rules
+from inferlab.mlperf import LLAMA2_70B_MEAN_PROMPT_TOKENS
 from inferlab.traffic import DatasetLengths, mlperf_input_lengths
 
 
@@ -23,6 +24,11 @@ def test_the_table_holds_every_sample_of_mlperfs_data_set_once():
     values = np.repeat(table["input_tokens"].to_numpy(), table["samples"].to_numpy())
     assert lengths.mean_tokens == pytest.approx(values.mean())
     assert lengths.cv == pytest.approx(values.std() / values.mean())
+
+
+def test_the_mean_prompt_every_chapter_quotes_is_the_data_sets():
+    # One figure for chapters 2 and 3 and the explorers (issue 31 found 222 and 300).
+    assert round(mlperf_input_lengths().mean_tokens) == LLAMA2_70B_MEAN_PROMPT_TOKENS
 
 
 def test_each_pass_issues_every_sample_once_in_a_fresh_order():

@@ -4,8 +4,8 @@ tail under load.
 - The curve explorer computes with :func:`inferlab.steptime.curve_explorer_compute`:
   the closed-form fronts of Llama 2 70B on an H100, an H200 and a B200, and what each
   delivers per GPU at MLPerf's Server and Interactive per-user bounds. It opens on the
-  assumptions of section 'The throughput-interactivity curve': FP8, 300-token prompts,
-  MLPerf's mean output of 294 tokens, both efficiencies at 0.65 and 1 ms of fixed cost
+  assumptions of section 'The throughput-interactivity curve': FP8, MLPerf's mean prompt
+  (222 tokens) and output (294 tokens), both efficiencies at 0.65 and 1 ms of fixed cost
   per step, the same constants the chapter's simulator runs use.
 - The tail explorer runs the simulator (:func:`inferlab.simulator.tail_explorer_compute`)
   on the chapter's one-H200 server. It opens on the point of section 'Load and the
