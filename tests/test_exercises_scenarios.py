@@ -15,8 +15,11 @@ import numpy as np
 import pytest
 from conftest import glued
 
+from inferlab import specs
+from inferlab.capacity import weight_bytes
 from inferlab.data import load_table, result
 from inferlab.loadgen import QueryLog, RunRules, judge
+from inferlab.roofline import params_read
 
 # MLPerf Inference's TPOT bounds (s) by benchmark, Server and Interactive.
 TPOT_BOUNDS_S = {"llama2-70b": (0.200, 0.040), "llama3.1-8b": (0.100, 0.030),
@@ -137,3 +140,14 @@ def test_ex_scen_slowest_loadgen_ends_a_short_run_invalid_rather_than_issuing_mo
     assert run.min_duration_met and run.min_queries_met and run.perf_constraints_met
     assert not run.early_stopping_met and not run.valid
     assert run.queries == n
+
+
+@pytest.mark.build
+def test_ex_scen_quant_halves_the_bytes_and_doubles_the_ceiling(answers):
+    bandwidth = specs.chip("NVIDIA H200 SXM").memory_bandwidth_bytes_per_s
+    # Batch 1 reads every weight but the unused embedding rows, once a token.
+    read = params_read(specs.model("Llama 3.1 70B"), 1)
+    assert answers["ex_scen_quant_fp8_tok"] == pytest.approx(
+        bandwidth / weight_bytes(read, "fp8"), rel=1e-6)
+    assert answers["ex_scen_quant_int4_tok"] / answers["ex_scen_quant_fp8_tok"] == \
+        pytest.approx(2.0, rel=1e-6)
