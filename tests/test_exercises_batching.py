@@ -48,10 +48,15 @@ def test_ex_batch_overhead_reproduces_nebiuss_drop(answers):
                   / result("mlperf-v5.1-nebius-8xb200-server")["value"])
     overhead_ms = answers["ex_batch_overhead_ms"]
     assert answers["ex_batch_overhead_target"] == pytest.approx(target)
-    # The answer solves the exercise's equation in the closed-form curve it names.
-    curve = curve_explorer_compute(efficiency=answers["batch_curve_efficiency"],
-                                   step_overhead_ms=overhead_ms)
-    assert curve.drop("NVIDIA B200") == pytest.approx(target, abs=0.01)
+    # The answer is the least fixed cost at which the closed-form curve's drop reaches the
+    # target: the drop moves in small steps (its batches lie on a grid), so it reaches it
+    # there, within two points, and 0.05 ms less falls short.
+    def drop(ms):
+        return curve_explorer_compute(efficiency=answers["batch_curve_efficiency"],
+                                      step_overhead_ms=ms).drop("NVIDIA B200")
+
+    assert target <= drop(overhead_ms) < target + 0.02
+    assert drop(overhead_ms - 0.05) < target
     # "Is that plausible?": tens of milliseconds, far above an engine's own cost per step.
     assert 15 < overhead_ms < 30
     assert answers["ex_batch_overhead_share"] == pytest.approx(

@@ -47,3 +47,12 @@ def test_ex_ep_5_goodput_counts_the_requests_that_meet_both_slos(answers):
     # The second request's 0.6 s TTFT misses 500 ms; the first's 40 ms TPOT meets 50, not 30.
     assert answers["ex_ep_5_loose"] == pytest.approx(1 / 2.0)
     assert answers["ex_ep_5_tight"] == 0
+
+
+@pytest.mark.build
+def test_ex_ep_knee_the_open_queue_grows_and_the_closed_one_is_bounded(answers):
+    # 3 requests a second beyond service for 20 s; drained at 10 a second.
+    assert answers["ex_ep_knee_queued"] == pytest.approx(60)
+    assert answers["ex_ep_knee_wait_s"] == pytest.approx(6)
+    assert answers["ex_ep_knee_closed_most"] == 15
+
