@@ -15,7 +15,7 @@ import re
 
 from conftest import ROOT
 
-from inferlab.explorers.base import registered_explorers
+from inferlab.explorers import registered_explorers
 
 GUIDE = ROOT / "book" / "instructor_guide.md"
 BOLD = re.compile(r"\*\*([^*]+)\*\*")

@@ -10,6 +10,9 @@ static explorer over values precomputed when the book was built
 importing one loads no widget or chart library.
 """
 
+import os
+
+from inferlab.explorers import base as _base
 from inferlab.explorers.base import (
     KINDS,
     REGISTRY,
@@ -21,8 +24,35 @@ from inferlab.explorers.base import (
     fixed_on_site,
     log_range,
     register,
-    registered_explorers,
 )
 
 __all__ = ["KINDS", "REGISTRY", "SITE_ENV", "Choice", "Explorer", "Slider", "Text",
            "fixed_on_site", "log_range", "register", "registered_explorers"]
+
+
+def _render(explorer: Explorer, include=None, exclude=None) -> dict:
+    """An explorer's mime bundle: the static view on the site, the live widget in a
+    notebook. The views are imported here, when first shown, so that importing a model
+    module or this package loads no widget library."""
+    if os.environ.get(SITE_ENV):
+        from inferlab.explorers.site import static_html
+
+        return {"text/html": static_html(explorer), "text/plain": f"<explorer {explorer.name}>"}
+    from inferlab.explorers.live import LiveView
+
+    return LiveView(explorer)._repr_mimebundle_(include=include, exclude=exclude)
+
+
+def registered_explorers() -> dict[str, Explorer]:
+    """Every explorer of the book, by name: imports each module of this package (which
+    registers its explorers) and returns :data:`~inferlab.explorers.base.REGISTRY`."""
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")
+    return REGISTRY
+
+
+_base.RENDER = _render
+

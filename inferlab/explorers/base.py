@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -326,14 +325,20 @@ class Explorer:
         return alt.vconcat(self.chart(part), refusal, spacing=4).configure_view(stroke=None)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        if os.environ.get(SITE_ENV):
-            from inferlab.explorers.site import static_html
+        # The views import this module, so it names none of them: the package sets
+        # RENDER when it is imported, which any import of this module first does.
+        return RENDER(self, include, exclude)
 
-            return {"text/html": static_html(self), "text/plain": f"<explorer {self.name}>"}
-        from inferlab.explorers.live import LiveView
 
-        return LiveView(self)._repr_mimebundle_(include=include, exclude=exclude)
+def _no_view(explorer: Explorer, include=None, exclude=None):
+    raise RuntimeError(f"{explorer.name}: no view to show it with; import inferlab.explorers, "
+                       "which sets one")
 
+
+#: How an explorer shows itself: ``RENDER(explorer, include, exclude)`` gives its mime
+#: bundle. ``inferlab.explorers`` sets it to the site's static view when ``SITE_ENV`` is
+#: set and to the live widget otherwise, so that this base imports neither view.
+RENDER: Callable[..., dict] = _no_view
 
 #: Every explorer of the book, by name, as the modules of inferlab.explorers register them.
 REGISTRY: dict[str, Explorer] = {}
@@ -360,16 +365,3 @@ def register(factory: Callable[[], Explorer],
     registered.__name__, registered.__qualname__ = factory.__name__, factory.__qualname__
     registered.__doc__, registered.__module__ = factory.__doc__, factory.__module__
     return registered
-
-
-def registered_explorers() -> dict[str, Explorer]:
-    """Every explorer of the book, by name: imports each module of ``inferlab.explorers``
-    (which registers its explorers) and returns :data:`REGISTRY`."""
-    import importlib
-    import pkgutil
-
-    import inferlab.explorers as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
-    return REGISTRY

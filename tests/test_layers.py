@@ -1,0 +1,87 @@
+"""The package's imports form no circle (issue 32): each module can be read, and
+changed, knowing only the modules below it.
+
+Every import inside ``inferlab/`` counts, at the top of a module or inside a function,
+since a deferred import is still a dependency. ``from inferlab.x import name`` is an
+arrow to ``inferlab.x``; ``from inferlab import y`` is an arrow to the module ``y`` when
+there is one, and to the package itself otherwise.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import ROOT
+
+PACKAGE = ROOT / "inferlab"
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_module(name: str) -> bool:
+    where = ROOT / Path(*name.split("."))
+    return where.with_suffix(".py").is_file() or (where / "__init__.py").is_file()
+
+
+def arrows(path: Path) -> set[str]:
+    """The ``inferlab`` modules ``path`` imports, anywhere in it."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.split(".")[0] == "inferlab"}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                and node.module.split(".")[0] == "inferlab":
+            for alias in node.names:
+                child = f"{node.module}.{alias.name}"
+                found.add(child if is_module(child) else node.module)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    graph = {module_name(path): arrows(path) for path in PACKAGE.rglob("*.py")}
+    return {name: {target for target in targets if target in graph and target != name}
+            for name, targets in graph.items()}
+
+
+def circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One circle of ``graph``, as the modules along it, or ``None``."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for target in sorted(graph[node]):
+            if state.get(target) == 1:
+                return path[path.index(target):] + [target]
+            if target not in state and (found := visit(target)):
+                return found
+        state[node] = 2
+        path.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_circle_finder_finds_a_circle_and_only_a_circle():
+    assert circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+def test_the_graph_sees_deferred_imports():
+    graph = import_graph()
+    # The package imports its views only when an explorer is first shown.
+    assert "inferlab.explorers.live" in graph["inferlab.explorers"]
+    assert "inferlab.explorers.base" in graph["inferlab.explorers.site"]
+
+
+def test_no_module_imports_itself_through_others():
+    found = circle(import_graph())
+    assert found is None, "an import circle: " + " -> ".join(found)
