@@ -71,10 +71,10 @@ import numpy as np
 
 from inferlab import checks
 from inferlab.bisection import highest_passing, least_integer
+from inferlab.calibration import ATTAINABLE_FRACTION
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.progress import progress
 from inferlab.simulator import (
-    EXPLORER_EFFICIENCY,
     EXPLORER_OVERHEAD_S,
     MIN_SEARCH_RATE_PER_S,
     Scheduler,
@@ -876,10 +876,10 @@ def example_system() -> System:
     """The chapter's example: Llama 2 70B at FP8 on 8x H200, as eight one-GPU replicas.
 
     Efficiency and step overhead are the batching chapter's explorer values
-    (:data:`inferlab.simulator.EXPLORER_EFFICIENCY`, 1 ms per step).
+    (:data:`inferlab.calibration.ATTAINABLE_FRACTION`, 1 ms per step).
     """
     rep = replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8",
-                  memory_efficiency=EXPLORER_EFFICIENCY, compute_efficiency=EXPLORER_EFFICIENCY,
+                  memory_efficiency=ATTAINABLE_FRACTION, compute_efficiency=ATTAINABLE_FRACTION,
                   step_overhead_s=EXPLORER_OVERHEAD_S)
     return System("Llama 2 70B on 8x H200 (modelled)", rep, 8)
 

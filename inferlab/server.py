@@ -303,8 +303,9 @@ class _Sequence:
             self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
 
-class Scheduler:
-    """The worker thread that owns the engine and runs continuous batching.
+class EngineLoop:
+    """The worker thread that owns the engine and runs continuous batching (the serving
+    simulator's :class:`inferlab.scheduler.Scheduler` is an engine's settings, not a loop).
 
     ``admit`` queues a sequence (from the event loop), ``cancel`` marks one
     for removal, ``stop`` ends every sequence with ``"abort"`` and joins the
@@ -645,7 +646,7 @@ def _chat_prompt(messages) -> str:
     return "".join(parts) + "<|assistant|>\n"
 
 
-async def _listen_for_disconnect(receive, scheduler: Scheduler, sequence: _Sequence) -> None:
+async def _listen_for_disconnect(receive, scheduler: EngineLoop, sequence: _Sequence) -> None:
     """Cancel ``sequence`` as soon as its client disconnects (and wake its reader)."""
     while True:
         message = await receive()
@@ -786,7 +787,7 @@ class _Uvicorn(uvicorn.Server):
     """uvicorn's server, which on shutdown (a signal, or ``close``) first has the scheduler
     end every open request with ``"abort"``, so streams close with ``[DONE]``."""
 
-    def __init__(self, config: uvicorn.Config, scheduler: Scheduler) -> None:
+    def __init__(self, config: uvicorn.Config, scheduler: EngineLoop) -> None:
         super().__init__(config)
         self._scheduler = scheduler
 
@@ -816,7 +817,7 @@ class LabServer:
                 f"than size {self.config.size!r}'s vocabulary of {engine_config.vocab_size}; "
                 "pick a tokenizer with at least as many ids")
         self.engine = engine or Engine(engine_config, self.config.seed, show=None)
-        self.scheduler = Scheduler(self.engine, self.config)
+        self.scheduler = EngineLoop(self.engine, self.config)
         self.host, self._port = host, port
         self._ids = itertools.count()
         self._longest_token = _longest_token_bytes(self.config.tokenizer)

@@ -68,6 +68,7 @@ import numpy as np
 
 from inferlab import checks
 from inferlab.bisection import bisect, highest_passing
+from inferlab.calibration import ATTAINABLE_FRACTION
 from inferlab.mlperf import LLAMA2_70B_MEAN_OUTPUT_TOKENS, LLAMA2_70B_MEAN_PROMPT_TOKENS
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.scheduler import (
@@ -479,9 +480,8 @@ def fit_efficiency(measure, target: float, *, low: float = 0.05, high: float = 1
 # Explorer: load, batch limit, output-length spread -> the latency tail
 # --------------------------------------------------------------------------------------
 
-#: The explorers' server — Llama 2 70B at FP8 on one H200, with the efficiency the batching
-#: chapter's calibration lands near, and a 1 ms overhead per step.
-EXPLORER_EFFICIENCY = 0.65
+#: The explorers' server — Llama 2 70B at FP8 on one H200, at the assumed share of peak
+#: (:data:`inferlab.calibration.ATTAINABLE_FRACTION`) and a 1 ms overhead per step.
 EXPLORER_OVERHEAD_S = 1e-3
 #: The explorers' traffic — MLPerf's mean lengths for Llama 2 70B (prompts of 222 tokens,
 #: outputs of 294), both capped at 1,024 tokens as in MLPerf's data set.
@@ -510,9 +510,10 @@ MIN_SEARCH_RATE_PER_S = 1e-6
 
 @cache
 def explorer_replica() -> Replica:
-    """The replica the tail explorer simulates (see :data:`EXPLORER_EFFICIENCY`)."""
+    """The replica the tail explorer simulates: one H200 at the assumed share of peak
+    (:data:`~inferlab.calibration.ATTAINABLE_FRACTION`) and 1 ms a step."""
     return replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8",
-                   memory_efficiency=EXPLORER_EFFICIENCY, compute_efficiency=EXPLORER_EFFICIENCY,
+                   memory_efficiency=ATTAINABLE_FRACTION, compute_efficiency=ATTAINABLE_FRACTION,
                    step_overhead_s=EXPLORER_OVERHEAD_S)
 
 

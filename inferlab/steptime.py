@@ -74,6 +74,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from inferlab import checks, specs
+from inferlab.calibration import ATTAINABLE_FRACTION
 from inferlab.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     kv_bytes_for_context,
@@ -709,7 +710,7 @@ def curve_explorer_compute(
     precision: str = "fp8",
     prompt_tokens: int = LLAMA2_70B_MEAN_PROMPT_TOKENS,
     output_tokens: int = LLAMA2_70B_MEAN_OUTPUT_TOKENS,
-    efficiency: float = 0.65,
+    efficiency: float = ATTAINABLE_FRACTION,
     step_overhead_ms: float = 1.0,
 ) -> CurveView:
     """The curve explorer's pure function: fronts of Llama 2 70B on H100, H200 and B200.

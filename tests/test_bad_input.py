@@ -57,7 +57,7 @@ FEWER_EXAMPLES = {"server.write_tokenizer_dir": 4, "server.hf_tokenizer_json": 4
 EXEMPT = {
     "server.LabServer": "starts an HTTP server on a port (tests/test_server_robustness.py)",
     "server.main": "runs the server until interrupted",
-    "server.Scheduler": "starts the engine thread of a running server",
+    "server.EngineLoop": "starts the engine thread of a running server",
     "loadclient.run_load": "sends requests to a live endpoint for up to duration_s",
     "real_loadgen.run": "runs MLCommons LoadGen for min_duration_s of wall-clock time",
     "machine.probe_bandwidth": "times memory bandwidth of this machine over many repeats",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from inferlab import simulator, steptime
+from inferlab import calibration, simulator, steptime
 from inferlab.explorers.base import Choice, Explorer, Slider, register
 from inferlab.explorers.marks import badge, badged, distribution
 from inferlab.mlperf import MLPERF_PER_USER_TOK_S
@@ -114,7 +114,7 @@ def curve_explorer() -> Explorer:
     """Menu and sliders: precision, prompt and output length, efficiency, per-step cost."""
     prompt = simulator.EXPLORER_PROMPT.mean_tokens
     output = simulator.EXPLORER_OUTPUT_MEAN
-    efficiency = simulator.EXPLORER_EFFICIENCY
+    efficiency = calibration.ATTAINABLE_FRACTION
     overhead_ms = simulator.EXPLORER_OVERHEAD_S * 1e3
     return Explorer(
         name="batch_curve", kind="analytic", chapter=CHAPTER,
