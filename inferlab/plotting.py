@@ -22,6 +22,8 @@ import matplotlib.pyplot as plt
 from matplotlib.transforms import Bbox
 
 from inferlab import checks, figure_rules
+from inferlab.colors import KIND_COLORS as KIND_COLORS
+from inferlab.colors import PALETTE as PALETTE
 
 #: The most panels a figure has along either side. Ten panels across a page are each
 #: narrower than their tick labels, and a grid of thousands takes minutes to lay out.
@@ -34,14 +36,6 @@ MAX_SHADES = 8
 #: Matplotlib's sequential maps of one hue, light to dark, for :func:`ordered_shades`.
 SINGLE_HUE_COLORMAPS = ("Blues", "Greens", "Greys", "Oranges", "Purples", "Reds")
 
-KIND_COLORS = {
-    "measured": "#1b7837",
-    "modelled": "#2166ac",
-    "reported": "#b2182b",
-}
-
-#: Colours for series that are not a kind (chips, tokenizers, scenarios), colour-blind safe.
-PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000"]
 
 STYLE = {
     "figure.figsize": (7.0, 4.0),

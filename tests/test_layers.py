@@ -10,6 +10,8 @@ there is one, and to the package itself otherwise.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 from conftest import ROOT
@@ -85,3 +87,12 @@ def test_the_graph_sees_deferred_imports():
 def test_no_module_imports_itself_through_others():
     found = circle(import_graph())
     assert found is None, "an import circle: " + " -> ".join(found)
+
+
+def test_the_explorers_load_no_plotting_library():
+    # Their colours come from inferlab.colors; matplotlib is the figures' business.
+    code = ("import sys, inferlab.explorers; from inferlab.explorers import registered_explorers;"
+            " registered_explorers(); print('matplotlib' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)
+    assert done.stdout.strip() == "False", done.stderr

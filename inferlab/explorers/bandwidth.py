@@ -19,9 +19,9 @@ import numpy as np
 
 from inferlab import roofline, specs
 from inferlab.capacity import BYTES_PER_PARAM, KIB, default_kv_precision, kv_bytes_per_token
+from inferlab.colors import KIND_COLORS, PALETTE
 from inferlab.explorers.base import Choice, Explorer, Slider, log_range, register
 from inferlab.explorers.marks import badged
-from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "02_bandwidth_floor"
 GB = 1e9

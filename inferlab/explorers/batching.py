@@ -21,10 +21,10 @@ from __future__ import annotations
 import numpy as np
 
 from inferlab import calibration, simulator, steptime
+from inferlab.colors import KIND_COLORS, PALETTE
 from inferlab.explorers.base import Choice, Explorer, Slider, register
 from inferlab.explorers.marks import badge, badged, distribution
 from inferlab.mlperf import MLPERF_PER_USER_TOK_S
-from inferlab.plotting import KIND_COLORS, PALETTE
 from inferlab.specs import short_name
 
 CHAPTER = "03_batching"

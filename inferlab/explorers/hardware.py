@@ -30,12 +30,12 @@ from functools import lru_cache
 import numpy as np
 
 from inferlab import choosing, speculative
+from inferlab.colors import KIND_COLORS, PALETTE
 from inferlab.data import result
 from inferlab.explorers.base import Choice, Explorer, Slider, log_range, register
 from inferlab.explorers.marks import badge, badged, over_line, text_line
 from inferlab.plan import PlanResult
 from inferlab.plan import plan as plan_deployment
-from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "07_choosing_hardware"
 #: The chapter that sizes a deployment with the planner and shows its explorer.

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from inferlab.plotting import KIND_COLORS
+from inferlab.colors import KIND_COLORS
 
 #: The shares of requests at which a latency distribution is drawn: every two per cent,
 #: then closer in the tail a 99th or 99.9th percentile marks. The tens of thousands of

@@ -17,10 +17,10 @@ import re
 import numpy as np
 
 from inferlab import timing
+from inferlab.colors import KIND_COLORS, PALETTE
 from inferlab.data import result
 from inferlab.explorers.base import Explorer, Slider, register
 from inferlab.explorers.marks import badged, over_line, text_line
-from inferlab.plotting import KIND_COLORS, PALETTE
 
 CHAPTER = "01_prefill_decode"
 MS = 1e3

@@ -9,9 +9,9 @@ the text reads the Server sweep: 120 queries per second under the Server bounds.
 from __future__ import annotations
 
 from inferlab import loadgen
+from inferlab.colors import KIND_COLORS
 from inferlab.explorers.base import Choice, Explorer, Slider, register
 from inferlab.explorers.marks import badge, distribution
-from inferlab.plotting import KIND_COLORS
 
 CHAPTER = "05_scenarios"
 MS = 1e3
