@@ -374,9 +374,9 @@ def stack_for(chip, precision: str) -> Stack:
     return stack(VENDOR_STACK[key])
 
 
-#: The share of peak bandwidth and compute assumed wherever no stack is fitted: chips
-#: without a calibrated stack (TPUs, Inferentia, Intel, CPUs), the batching chapter's
-#: explorers and the decision guide. One assumption, not a fit.
+#: The share of peak bandwidth and compute assumed wherever no stack is fitted, for chips
+#: without a calibrated stack (TPUs, Inferentia, Intel, CPUs), for the batching chapter's
+#: explorers and for the decision guide. One assumption, not a fit.
 ATTAINABLE_FRACTION = 0.65
 
 

@@ -1,12 +1,12 @@
 """The book's colours, in one place that loads no plotting library.
 
 The matplotlib figures (:mod:`inferlab.plotting`) and the explorers' Vega-Lite charts
-(:mod:`inferlab.explorers.marks`) take them from here, so a figure and an explorer
+(``inferlab.explorers.marks``) take them from here, so a figure and an explorer
 give the same kind of number the same colour.
 """
 
-#: The colour of each kind of number a figure shows: timed here, computed by the book's
-#: formulas, or someone's published claim.
+#: The colour of each kind of number a figure shows (timed here, computed by the book's
+#: formulas, or someone's published claim).
 KIND_COLORS = {
     "measured": "#1b7837",
     "modelled": "#2166ac",

@@ -122,7 +122,7 @@ class Column:
     plausible: _Range | _ByColumn | None = None
 
 
-#: What a ``source`` cell may not be: a note to fill it in later. Compared case-blind,
+#: What a ``source`` cell may not be, a note to fill it in later. Compared case-blind,
 #: after stripping spaces; a cell of dots only ("...", "…") is one too.
 PLACEHOLDER_SOURCES = ("todo", "tbd", "tbc", "fixme", "xxx", "n/a", "na", "unknown", "?")
 

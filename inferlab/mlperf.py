@@ -22,8 +22,8 @@ MLPERF_LLAMA2_70B_BOUNDS = MappingProxyType({
 })
 
 #: The mean prompt of Llama 2 70B's MLPerf data set (24,576 Open Orca samples), in Llama 2
-#: tokens, rounded: the mean of ``data/mlperf_llama2_70b_input_lengths.csv``, which a test
-#: holds this figure to.
+#: tokens, rounded; it is the mean of ``data/mlperf_llama2_70b_input_lengths.csv``, which a
+#: test holds this figure to.
 LLAMA2_70B_MEAN_PROMPT_TOKENS = 222
 
 #: The mean answer of MLCommons' reference Llama 2 70B on that data set, in tokens; the

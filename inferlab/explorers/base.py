@@ -335,7 +335,7 @@ def _no_view(explorer: Explorer, include=None, exclude=None):
                        "which sets one")
 
 
-#: How an explorer shows itself: ``RENDER(explorer, include, exclude)`` gives its mime
+#: How an explorer shows itself, as ``RENDER(explorer, include, exclude)`` giving its mime
 #: bundle. ``inferlab.explorers`` sets it to the site's static view when ``SITE_ENV`` is
 #: set and to the live widget otherwise, so that this base imports neither view.
 RENDER: Callable[..., dict] = _no_view
