@@ -19,10 +19,10 @@ naming ``messages[i].content`` unless it is an assistant's ``tool_calls``, which
 OpenAI's schema lets omit it; and a JSON ``null`` counts as a parameter not given.
 The server decodes greedily (sampling parameters such as
 ``temperature`` change nothing); parameters whose meaning it cannot deliver
-(:data:`UNSUPPORTED`: ``logprobs``, ``echo``, ``n`` above 1, ``best_of``,
+(:data:`~inferlab.openai_api.UNSUPPORTED`: ``logprobs``, ``echo``, ``n`` above 1, ``best_of``,
 ``suffix``, ``logit_bias``, ``tools``, a non-text ``response_format``, ...) are
 refused with 400 naming the parameter rather than silently ignored.
-:func:`write_tokenizer_dir` writes the server's tokenizer as a Hugging Face
+:func:`~inferlab.hf_tokenizer.write_tokenizer_dir` writes the server's tokenizer as a Hugging Face
 ``tokenizer.json`` folder, so tools that count tokens with a Hugging Face
 tokenizer (AIPerf, guidellm) load it offline.
 
@@ -64,16 +64,16 @@ SIGINT or SIGTERM to ``python -m inferlab.server``) ends every open stream with
 ``finish_reason: "abort"`` and ``data: [DONE]``.
 
 Robustness, so that no request can hold up the others (each bound is a
-:class:`ServerConfig` field):
+:class:`~inferlab.engine_loop.ServerConfig` field):
 
 - a body over ``max_body_bytes`` gets 413, a ``Content-Type`` other than JSON
-  415, JSON nested deeper than :data:`MAX_JSON_DEPTH` or numbers JSON cannot
+  415, JSON nested deeper than :data:`~inferlab.openai_api.MAX_JSON_DEPTH` or numbers JSON cannot
   hold (token ids beyond the vocabulary, a 5,000-digit integer) 400;
 - a prompt whose UTF-8 length alone proves it longer than the context (at
   most one token per byte count of the tokenizer's longest token) is refused
   before it is tokenized, and tokenizing runs in a worker thread, off the
   event loop;
-- sampling parameters are range-checked (:data:`SAMPLING_RANGES`), 400 naming
+- sampling parameters are range-checked (:data:`~inferlab.openai_api.SAMPLING_RANGES`), 400 naming
   the parameter and the range; 429 and 503 carry ``Retry-After``;
 - a connection gets ``request_timeout_s`` to send a request's headers and
   body, then 408 and is closed (a slowloris client cannot hold a descriptor
@@ -100,21 +100,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import functools
 import itertools
 import json
-import logging
-import math
 import signal
 import socket
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import asdict
 
 import h11
 import numpy as np
@@ -124,510 +119,37 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from threadpoolctl import threadpool_limits
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from inferlab import checks
 from inferlab.engine import (
     DEFAULT_SIZE,
     Engine,
     EngineConfig,
-    KVCache,
-    greedy,
+)
+from inferlab.engine_loop import EngineLoop as EngineLoop
+from inferlab.engine_loop import ServerConfig as ServerConfig
+from inferlab.engine_loop import ServerStats as ServerStats
+from inferlab.engine_loop import _Detokenizer, _Sequence
+from inferlab.hf_tokenizer import hf_tokenizer_json as hf_tokenizer_json
+from inferlab.hf_tokenizer import write_tokenizer_dir as write_tokenizer_dir
+from inferlab.openai_api import MAX_JSON_DEPTH as MAX_JSON_DEPTH
+from inferlab.openai_api import RETRY_AFTER_S as RETRY_AFTER_S
+from inferlab.openai_api import SAMPLING_RANGES as SAMPLING_RANGES
+from inferlab.openai_api import UNSUPPORTED as UNSUPPORTED
+from inferlab.openai_api import APIError as APIError
+from inferlab.openai_api import (
+    _chat_messages,
+    _check_content_type,
+    _check_sampling,
+    _json_depth,
+    _longest_token_bytes,
+    _refuse_unsupported,
+    _shown,
 )
 from inferlab.tokenizers import get_tokenizer
 
 #: The host the server binds to unless told otherwise (this machine only).
 DEFAULT_HOST = "127.0.0.1"
-
-#: The deepest nesting of JSON arrays and objects a request body may have (a real
-#: request nests four levels: body, messages, a message, its content parts).
-MAX_JSON_DEPTH = 32
-
-#: Sampling parameters the server accepts (it decodes greedily, so they change
-#: nothing) with their allowed ranges as OpenAI documents them: ``(low, high,
-#: low_open)``; a value outside, or not a finite number, is refused with 400.
-SAMPLING_RANGES: dict[str, tuple[float, float, bool]] = {
-    "temperature": (0.0, 2.0, False),
-    "top_p": (0.0, 1.0, True),
-    "presence_penalty": (-2.0, 2.0, False),
-    "frequency_penalty": (-2.0, 2.0, False),
-}
-
-#: Seconds a client is told to wait (``Retry-After``) after a 429 or a 503.
-RETRY_AFTER_S = 1
-
-_log = logging.getLogger("inferlab.server")
-
-#: Parameters the server cannot honour, each with the values that ask for nothing
-#: (and so are accepted); any other value is refused with 400 naming the parameter.
-UNSUPPORTED: dict[str, tuple] = {
-    "logprobs": (False, None),
-    "top_logprobs": (0, None),
-    "echo": (False, None),
-    "n": (1, None),
-    "best_of": (1, None),
-    "suffix": ("", None),
-    "logit_bias": ({}, None),
-    "tools": ([], None),
-    "tool_choice": ("none", "auto", None),
-    "functions": ([], None),
-    "function_call": ("none", "auto", None),
-    "response_format": ({"type": "text"}, None),
-    "stop": ([], "", None),
-    "prompt_logprobs": (0, None),
-    "guided_json": (None,),
-    "guided_regex": (None,),
-    "guided_choice": (None,),
-    "guided_grammar": (None,),
-}
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    """What the server runs and how many requests it holds.
-
-    ``size`` names an engine size (:data:`inferlab.engine.SIZES`), ``seed`` its
-    weights, ``tokenizer`` the book tokenizer that turns prompts into ids and
-    ids into text. ``max_running`` bounds the running batch, ``max_waiting``
-    the queue behind it (429 beyond both). ``context_tokens`` bounds prompt
-    plus ``max_tokens``. ``stream_interval`` is the number of tokens per
-    streamed chunk (1: one chunk per token; more imitates servers that batch
-    their stream). ``model`` is the name clients must send (``inferlab-<size>``
-    by default). ``max_body_bytes`` bounds a request body (413 beyond),
-    ``request_timeout_s`` the time a connection may take to send a request's
-    headers and body (408 and closed after it), ``max_connections`` the open
-    connections (503 beyond). Raises ``ValueError`` naming the argument for bad
-    values.
-    """
-
-    size: str = DEFAULT_SIZE
-    seed: int = 0
-    tokenizer: str = "cl100k_base"
-    max_running: int = 32
-    max_waiting: int = 64
-    context_tokens: int = 2048
-    default_max_tokens: int = 16
-    stream_interval: int = 1
-    eos_token_id: int | None = None
-    model: str | None = None
-    max_body_bytes: int = 1 << 20
-    request_timeout_s: float = 10.0
-    max_connections: int = 512
-
-    def __post_init__(self) -> None:
-        for argument, minimum in (("max_running", 1), ("max_waiting", 0), ("context_tokens", 2),
-                                  ("default_max_tokens", 1), ("stream_interval", 1),
-                                  ("max_body_bytes", 64), ("max_connections", 1)):
-            value = getattr(self, argument)
-            if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-                raise ValueError(f"{argument}: got {value!r}; must be a whole number >= {minimum}")
-        timeout = self.request_timeout_s
-        if (not isinstance(timeout, int | float) or isinstance(timeout, bool)
-                or not math.isfinite(timeout) or timeout <= 0):
-            raise ValueError(f"request_timeout_s: got {timeout!r}; must be a number of "
-                             "seconds > 0")
-        eos = self.eos_token_id
-        if eos is not None and (not isinstance(eos, int) or isinstance(eos, bool) or eos < 0):
-            raise ValueError(f"eos_token_id: got {eos!r}; must be None or a token id >= 0")
-        if self.model is not None and (not isinstance(self.model, str) or not self.model):
-            raise ValueError(f"model: got {self.model!r}; must be None or a non-empty name")
-        EngineConfig.named(self.size)
-
-    @property
-    def model_name(self) -> str:
-        """The model id the server answers to."""
-        return self.model or f"inferlab-{self.size}"
-
-
-@dataclass(frozen=True)
-class ServerStats:
-    """A snapshot of the scheduler's counters (the server's ``/inferlab/stats``).
-
-    ``running`` sequences are in the batch, ``waiting`` are queued for a slot;
-    ``completed``, ``cancelled`` (client went away), ``aborted`` (server shut
-    down), ``failed`` (the engine raised) and ``rejected`` (429) count requests
-    since start; ``steps`` counts batched decode steps and ``tokens`` generated
-    tokens.
-    """
-
-    running: int
-    waiting: int
-    completed: int
-    cancelled: int
-    aborted: int
-    failed: int
-    rejected: int
-    steps: int
-    tokens: int
-
-
-class APIError(Exception):
-    """An error the server answers with OpenAI's error body and an HTTP status."""
-
-    def __init__(self, status: int, message: str, param: str | None = None,
-                 error_type: str = "invalid_request_error", code: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.param = status, message, param
-        self.error_type, self.code = error_type, code
-
-    def body(self) -> dict:
-        """OpenAI's error body."""
-        return {"error": {"message": self.message, "type": self.error_type,
-                          "param": self.param, "code": self.code}}
-
-    def response(self) -> JSONResponse:
-        """The JSON response for this error (with ``Retry-After`` on 429 and 503)."""
-        headers = {"retry-after": str(RETRY_AFTER_S)} if self.status in (429, 503) else None
-        return JSONResponse(self.body(), status_code=self.status, headers=headers)
-
-
-class _Sequence:
-    """One request inside the scheduler (worker-thread state plus its event-loop queue)."""
-
-    __slots__ = ("prompt", "max_tokens", "ignore_eos", "loop", "queue", "cancelled",
-                 "cache", "generated")
-
-    def __init__(self, prompt: np.ndarray, max_tokens: int, ignore_eos: bool,
-                 loop: asyncio.AbstractEventLoop) -> None:
-        self.prompt, self.max_tokens, self.ignore_eos = prompt, max_tokens, ignore_eos
-        self.loop = loop
-        self.queue: asyncio.Queue = asyncio.Queue()
-        self.cancelled = False
-        self.cache: KVCache | None = None
-        self.generated: list[int] = []
-
-    def push(self, item: tuple) -> None:
-        # RuntimeError: the event loop has closed, so nobody is listening.
-        with contextlib.suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
-
-
-class EngineLoop:
-    """The worker thread that owns the engine and runs continuous batching (the serving
-    simulator's :class:`inferlab.scheduler.Scheduler` is an engine's settings, not a loop).
-
-    ``admit`` queues a sequence (from the event loop), ``cancel`` marks one
-    for removal, ``stop`` ends every sequence with ``"abort"`` and joins the
-    thread. ``stats`` and ``wait_for`` read the counters under one condition
-    variable, so a test can wait for a state instead of sleeping. If the
-    engine raises, every sequence held ends with ``("error", message)``,
-    ``failure`` says why, and ``admit`` refuses from then on.
-    """
-
-    def __init__(self, engine: Engine, config: ServerConfig) -> None:
-        self.engine, self.config = engine, config
-        self._condition = threading.Condition()
-        self._waiting: deque[_Sequence] = deque()
-        self._running: list[_Sequence] = []
-        self._counts = dict.fromkeys(("completed", "cancelled", "aborted", "failed",
-                                      "rejected", "steps", "tokens"), 0)
-        self._stopping = False
-        self._failure: str | None = None
-        self._thread = threading.Thread(target=self._loop, name="inferlab-engine", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    @property
-    def failure(self) -> str | None:
-        """Why the engine thread failed (``None`` while it works)."""
-        with self._condition:
-            return self._failure
-
-    @property
-    def stopping(self) -> bool:
-        """True once ``stop`` was called or the engine failed."""
-        with self._condition:
-            return self._stopping or self._failure is not None
-
-    def admit(self, sequence: _Sequence) -> None:
-        """Queue ``sequence``; raise :class:`APIError` 429 if the queue is full, 503 if stopping
-        or failed."""
-        with self._condition:
-            if self._failure is not None:
-                raise APIError(503, f"the engine failed ({self._failure}); this server "
-                               "accepts no more requests", error_type="server_error",
-                               code="engine_failed")
-            if self._stopping:
-                raise APIError(503, "the server is shutting down", error_type="server_error")
-            held = len(self._running) + len(self._waiting)
-            if held >= self.config.max_running + self.config.max_waiting:
-                self._counts["rejected"] += 1
-                raise APIError(
-                    429, f"too many requests: {held} held (max_running="
-                    f"{self.config.max_running} + max_waiting={self.config.max_waiting})",
-                    error_type="rate_limit_error", code="rate_limit_exceeded")
-            self._waiting.append(sequence)
-            self._condition.notify_all()
-
-    def cancel(self, sequence: _Sequence) -> None:
-        """Mark ``sequence`` cancelled; the worker drops it before its next step."""
-        with self._condition:
-            sequence.cancelled = True
-            self._condition.notify_all()
-
-    def stats(self) -> ServerStats:
-        with self._condition:
-            return self._snapshot()
-
-    def _snapshot(self) -> ServerStats:
-        return ServerStats(running=len(self._running), waiting=len(self._waiting), **self._counts)
-
-    def wait_for(self, predicate: Callable[[ServerStats], bool], timeout_s: float) -> bool:
-        """Block until ``predicate(stats)`` holds or ``timeout_s`` passes; say whether it held."""
-        with self._condition:
-            return self._condition.wait_for(lambda: predicate(self._snapshot()), timeout_s)
-
-    def stop(self, timeout_s: float = 10.0) -> None:
-        """End every sequence with ``"abort"`` and join the thread (within ``timeout_s``)."""
-        with self._condition:
-            self._stopping = True
-            self._condition.notify_all()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout_s)
-
-    def _fail(self, error: BaseException) -> None:
-        """End every sequence held with an error; refuse new ones from now on."""
-        _log.error("the engine thread failed; ending %d requests",
-                   len(self._running) + len(self._waiting), exc_info=error)
-        with self._condition:
-            self._failure = f"{type(error).__name__}: {error}"
-            for sequence in [*self._running, *self._waiting]:
-                sequence.cache = None
-                self._counts["failed"] += 1
-                sequence.push(("error", self._failure))
-            self._running.clear()
-            self._waiting.clear()
-            self._condition.notify_all()
-
-    def _finish(self, sequence: _Sequence, reason: str, counter: str) -> None:
-        sequence.cache = None
-        self._counts[counter] += 1
-        sequence.push(("end", reason))
-
-    def _emit(self, sequence: _Sequence, token: int) -> bool:
-        """Hand ``token`` to the request; return True if the request is finished."""
-        sequence.generated.append(token)
-        self._counts["tokens"] += 1
-        sequence.push(("token", token))
-        eos = self.config.eos_token_id
-        if eos is not None and token == eos and not sequence.ignore_eos:
-            self._finish(sequence, "stop", "completed")
-            return True
-        if len(sequence.generated) >= sequence.max_tokens:
-            self._finish(sequence, "length", "completed")
-            return True
-        return False
-
-    def _loop(self) -> None:
-        # One BLAS thread: see the module docstring.
-        with threadpool_limits(limits=1, user_api="blas"):
-            try:
-                self._steps()
-            except Exception as error:  # any failure of the engine ends its requests
-                self._fail(error)
-
-    def _steps(self) -> None:
-        engine = self.engine
-        while True:
-            with self._condition:
-                self._condition.wait_for(
-                    lambda: self._stopping or self._waiting or self._running, timeout=1.0)
-                if self._stopping:
-                    for sequence in [*self._running, *self._waiting]:
-                        self._finish(sequence, "abort", "aborted")
-                    self._running.clear()
-                    self._waiting.clear()
-                    self._condition.notify_all()
-                    return
-                for sequence in [s for s in self._running if s.cancelled]:
-                    self._running.remove(sequence)
-                    self._finish(sequence, "cancelled", "cancelled")
-                for sequence in [s for s in self._waiting if s.cancelled]:
-                    self._waiting.remove(sequence)
-                    self._finish(sequence, "cancelled", "cancelled")
-                admitted = []
-                free = self.config.max_running - len(self._running)
-                while self._waiting and len(admitted) < free:
-                    admitted.append(self._waiting.popleft())
-                self._running.extend(admitted)
-                running = list(self._running)
-                self._condition.notify_all()
-            finished = []
-            for sequence in admitted:  # prefill outside the lock
-                logits, sequence.cache = engine.prefill(
-                    sequence.prompt[None, :], capacity=len(sequence.prompt) + sequence.max_tokens)
-                with self._condition:
-                    if self._emit(sequence, int(greedy(logits)[0])):
-                        finished.append(sequence)
-            decoding = [s for s in running if s not in admitted and s not in finished]
-            if decoding:
-                tokens = np.array([s.generated[-1] for s in decoding])
-                logits = engine.decode_ragged(tokens, [s.cache for s in decoding])
-                new = greedy(logits)
-                with self._condition:
-                    self._counts["steps"] += 1
-                    for sequence, token in zip(decoding, new, strict=True):
-                        if self._emit(sequence, int(token)):
-                            finished.append(sequence)
-            if finished:
-                with self._condition:
-                    for sequence in finished:
-                        if sequence in self._running:
-                            self._running.remove(sequence)
-                    self._condition.notify_all()
-
-
-class _Detokenizer:
-    """Incremental detokenization: text of new tokens, holding back a split UTF-8 character.
-
-    Decodes a short window of recent ids (the approach of Hugging Face's
-    text-generation-inference) so each token costs the same however long the
-    output, and keeps back text that ends in U+FFFD until the next token
-    completes the character.
-    """
-
-    def __init__(self, tokenizer) -> None:
-        self.tokenizer, self.ids = tokenizer, []
-        self.prefix_offset = self.read_offset = 0
-
-    def add(self, token: int, final: bool = False) -> str:
-        if token >= 0:
-            self.ids.append(token)
-        return self._text(final)
-
-    def _text(self, final: bool) -> str:
-        decode = self.tokenizer.decode
-        before = decode(self.ids[self.prefix_offset:self.read_offset])
-        after = decode(self.ids[self.prefix_offset:])
-        if len(after) > len(before) and (final or not after.endswith("\ufffd")):
-            self.prefix_offset, self.read_offset = self.read_offset, len(self.ids)
-            return after[len(before):]
-        return ""
-
-
-def _same(a, b) -> bool:
-    """Equal and of the same JSON kind (so ``true`` is not ``1`` and ``1`` is not ``1.0``)."""
-    return type(a) is type(b) and a == b
-
-
-def _shown(value, limit: int = 80) -> str:
-    """``value`` as JSON for an error message, cut to ``limit`` characters."""
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[:limit] + "..."
-
-
-def _refuse_unsupported(body: dict) -> None:
-    """Raise 400 naming the first parameter of :data:`UNSUPPORTED` set to a value that asks."""
-    for name, harmless in UNSUPPORTED.items():
-        if name in body and not any(_same(body[name], value) for value in harmless):
-            allowed = " or ".join(json.dumps(v) for v in harmless if v is not None) or "null"
-            raise APIError(400, f"{name}: got {_shown(body[name])}; this server cannot "
-                           f"honour it (allowed: {allowed}, or leave it out)", name,
-                           code="unsupported_parameter")
-
-
-def _check_sampling(body: dict) -> None:
-    """Raise 400 naming a sampling parameter outside :data:`SAMPLING_RANGES`, or a bad ``n``."""
-    for name, (low, high, low_open) in SAMPLING_RANGES.items():
-        if name not in body:
-            continue
-        value = body[name]
-        number = isinstance(value, int | float) and not isinstance(value, bool)
-        if not (number and math.isfinite(value) and (value > low if low_open else value >= low)
-                and value <= high):
-            interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
-            raise APIError(400, f"{name}: got {_shown(value)}; must be a number in {interval}",
-                           name)
-    n = body.get("n", 1)
-    if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise APIError(400, f"n: got {_shown(n)}; must be an integer >= 1 (and this server "
-                       "returns one choice, so 1)", "n")
-
-
-def _json_depth(value) -> int:
-    """How deeply arrays and objects nest in ``value`` (a scalar is 0), counted without
-    recursion and stopping once past :data:`MAX_JSON_DEPTH`."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, level = stack.pop()
-        children = item.values() if isinstance(item, dict) else item
-        deepest = max(deepest, level)
-        if deepest > MAX_JSON_DEPTH:
-            break
-        stack.extend((child, level + 1) for child in children
-                     if isinstance(child, dict | list))
-    return deepest if isinstance(value, dict | list) else 0
-
-
-def _check_content_type(request: Request) -> None:
-    """Raise 415 unless the body is declared as JSON (or not declared at all)."""
-    declared = request.headers.get("content-type")
-    if declared is None:
-        return
-    media = declared.split(";", 1)[0].strip().lower()
-    if media == "application/json" or (media.startswith("application/")
-                                       and media.endswith("+json")):
-        return
-    raise APIError(415, f"content-type: got {declared!r}; the body must be JSON "
-                   "(application/json)", "content-type", code="unsupported_media_type")
-
-
-@functools.cache
-def _longest_token_bytes(tokenizer_name: str) -> int:
-    """The UTF-8 length of the tokenizer's longest token (128 bytes for cl100k_base).
-
-    No token covers more bytes, so a text of ``b`` bytes has at least
-    ``ceil(b / longest)`` tokens: a bound that needs no tokenizing.
-    """
-    tokenizer = get_tokenizer(tokenizer_name)
-    longest = 1
-    for token in range(tokenizer.vocab_size):
-        try:
-            longest = max(longest, len(tokenizer._token_bytes(token)))
-        except (KeyError, ValueError):  # an unassigned id
-            continue
-    return longest
-
-
-def _chat_messages(messages) -> list[dict]:
-    """Messages with each ``content`` as one string; 400 naming what is malformed.
-
-    A ``content`` may be a string or a list of parts; text parts
-    (``{"type": "text", "text": str}``) are joined with newlines, as vLLM joins
-    them, and a part of another type (an image, audio) is refused by its type.
-    """
-    shape = "messages: required, a non-empty list of {role: str, content: str or text parts}"
-    if not isinstance(messages, list) or not messages:
-        raise APIError(400, shape, "messages")
-    out = []
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise APIError(400, shape, "messages")
-        content = message.get("content")
-        if isinstance(content, list):
-            texts = []
-            for part in content:
-                kind = part.get("type") if isinstance(part, dict) else None
-                if kind != "text" or not isinstance(part.get("text"), str):
-                    raise APIError(400, f"messages[{index}].content: part of type {kind!r} "
-                                   "is not supported; this server reads text parts only "
-                                   '({"type": "text", "text": str})',
-                                   f"messages[{index}].content")
-                texts.append(part["text"])
-            content = "\n".join(texts)
-        elif content is None and message["role"] == "assistant" and message.get("tool_calls"):
-            content = ""  # an assistant's tool call carries no text, by OpenAI's schema
-        elif content is None:
-            raise APIError(400, f"messages[{index}].content: required (a string or a list of "
-                           "text parts); only an assistant message with tool_calls may omit it",
-                           f"messages[{index}].content")
-        if not isinstance(content, str):
-            raise APIError(400, shape, "messages")
-        out.append({"role": message["role"], "content": content})
-    return out
-
 
 async def _http_error(request: Request, error: HTTPException) -> JSONResponse:
     """Starlette's 404 and 405 (no such path, wrong method) with OpenAI's error body."""
@@ -1184,126 +706,12 @@ class LabServer:
             return
 
 
-def _byte_alphabet() -> list[str]:
-    """GPT-2's byte-to-character table: the character that stands for each byte 0-255.
-
-    Printable Latin-1 bytes stand for themselves; the rest (controls, space,
-    ...) take the characters from U+0100 upwards, in byte order. Hugging Face's
-    byte-level BPE writes its vocabulary in these characters.
-    """
-    printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    table, spare = {}, 0
-    for byte in range(256):
-        if byte in printable:
-            table[byte] = chr(byte)
-        else:
-            table[byte] = chr(256 + spare)
-            spare += 1
-    return [table[byte] for byte in range(256)]
-
-
-def _oniguruma(pattern: str) -> str:
-    """tiktoken's regex in the dialect of Hugging Face's regex engine (Oniguruma).
-
-    tiktoken writes ``\\p{N}{1,3}+``, a possessive "one to three digits"; in
-    Oniguruma ``{1,3}+`` means "one or more runs of one to three", which
-    would keep a long number in one piece. Nothing follows it in its
-    alternative, so the plain ``{1,3}`` matches the same.
-    """
-    return pattern.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
-
-
-def hf_tokenizer_json(tokenizer: str = "cl100k_base") -> dict:
-    """One of the book's tiktoken encodings as a Hugging Face ``tokenizer.json`` (a dict).
-
-    tiktoken's byte-level BPE merges, at every step, the adjacent pair whose
-    concatenation has the lowest rank. Hugging Face's BPE merges the pair with
-    the lowest merge rank. Listing, for every token, each split into two
-    tokens ``(a, b)`` with the token's own rank as the merge's rank makes the
-    two choose the same pair, so they cut text identically (the tests check
-    this against tiktoken). The pre-tokenizer is the encoding's own regex. No
-    special tokens are added: the book encodes every text as plain text (see
-    :mod:`inferlab.tokenizers`), so ``"<|endoftext|>"`` in a prompt is counted
-    as its characters by both. Built in a few seconds from the
-    bundled vocabulary, so nothing is downloaded. Raises ``ValueError`` for a
-    tokenizer that is not a tiktoken encoding.
-    """
-    from inferlab.tokenizers import TIKTOKEN_ENCODINGS
-
-    if tokenizer not in TIKTOKEN_ENCODINGS:
-        raise ValueError(f"tokenizer: got {tokenizer!r}; must be one of "
-                         f"{sorted(TIKTOKEN_ENCODINGS)} (a tiktoken encoding)")
-    import tiktoken
-
-    encoding = tiktoken.get_encoding(tokenizer)
-    ranks: dict[bytes, int] = encoding._mergeable_ranks
-    alphabet = _byte_alphabet()
-
-    def spell(token: bytes) -> str:
-        return "".join(alphabet[b] for b in token)
-
-    vocab = {spell(token): rank for token, rank in ranks.items()}
-    merges = []
-    for token, rank in ranks.items():
-        for cut in range(1, len(token)):
-            left, right = token[:cut], token[cut:]
-            if left in ranks and right in ranks:
-                merges.append((rank, ranks[left], spell(left), spell(right)))
-    merges.sort()
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                  "use_regex": False}
-    return {
-        "version": "1.0", "truncation": None, "padding": None,
-        "added_tokens": [],
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": _oniguruma(encoding._pat_str)},
-             "behavior": "Isolated", "invert": False},
-            byte_level]},
-        "post_processor": None,
-        "decoder": byte_level,
-        "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                  "continuing_subword_prefix": None, "end_of_word_suffix": None,
-                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": vocab, "merges": [[left, right] for *_, left, right in merges]},
-    }
-
-
-@functools.cache
-def _tokenizer_json_text(tokenizer: str) -> str:
-    # Rebuilding the merges of a 100k-token vocabulary takes seconds; a lab writes the
-    # folder for each server it starts.
-    return json.dumps(hf_tokenizer_json(tokenizer))
-
-
-def write_tokenizer_dir(path, tokenizer: str = "cl100k_base",
-                        context_tokens: int = 2048) -> Path:
-    """Write ``tokenizer.json`` and ``tokenizer_config.json`` for the server's tokenizer.
-
-    The folder is what ``AutoTokenizer.from_pretrained(path)`` reads offline,
-    so AIPerf (``--tokenizer path``) and guidellm (``--processor path``) count
-    tokens exactly as this server does. No BOS token is added (tiktoken
-    encodings have none). Returns the folder's path. Used in the endpoint lab.
-    """
-    context_tokens = checks.whole("context_tokens", context_tokens)
-    text = _tokenizer_json_text(checks.text("tokenizer", tokenizer))
-    folder = Path(path)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "tokenizer.json").write_text(text, encoding="utf-8")
-    config = {"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": context_tokens,
-              "bos_token": None, "eos_token": None, "add_bos_token": False,
-              "add_eos_token": False, "clean_up_tokenization_spaces": False}
-    (folder / "tokenizer_config.json").write_text(json.dumps(config, indent=1),
-                                                  encoding="utf-8")
-    return folder
-
-
 def main(argv: list[str] | None = None) -> None:
     """``python -m inferlab.server``: serve the lab engine until interrupted.
 
     ``--model`` sets the name clients must send, ``--eos-token-id`` an id that
     ends a request (unless it sets ``ignore_eos``), and ``--tokenizer-dir DIR``
-    first writes the tokenizer folder of :func:`write_tokenizer_dir` there.
+    first writes the tokenizer folder of :func:`~inferlab.hf_tokenizer.write_tokenizer_dir` there.
     """
     parser = argparse.ArgumentParser(description="Serve the inferlab engine over the OpenAI API.")
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")

@@ -50,14 +50,14 @@ EXAMPLES_PER_CALLABLE = 40
 
 #: Fewer calls for the callables whose good call takes seconds (a tokenizer written out,
 #: a whole prediction), so that the test stays within a minute.
-FEWER_EXAMPLES = {"server.write_tokenizer_dir": 4, "server.hf_tokenizer_json": 4,
+FEWER_EXAMPLES = {"hf_tokenizer.write_tokenizer_dir": 4, "hf_tokenizer.hf_tokenizer_json": 4,
                   "predict.predict": 10}
 
 #: Callables not fuzzed, and why. Each starts something long-lived or times the machine.
 EXEMPT = {
     "server.LabServer": "starts an HTTP server on a port (tests/test_server_robustness.py)",
     "server.main": "runs the server until interrupted",
-    "server.EngineLoop": "starts the engine thread of a running server",
+    "engine_loop.EngineLoop": "starts the engine thread of a running server",
     "loadclient.run_load": "sends requests to a live endpoint for up to duration_s",
     "real_loadgen.run": "runs MLCommons LoadGen for min_duration_s of wall-clock time",
     "machine.probe_bandwidth": "times memory bandwidth of this machine over many repeats",
@@ -322,7 +322,7 @@ GOOD = {
         _replica(), _requests()),
     "count": 10, "output": lambda: __import__("inferlab.traffic").traffic.Lengths(16),
     "bisection.highest_passing.trial": lambda: (lambda x: (x < 3.0, x)),
-    "server.write_tokenizer_dir.path": lambda: Path(tempfile.mkdtemp()),
+    "hf_tokenizer.write_tokenizer_dir.path": lambda: Path(tempfile.mkdtemp()),
     "engine.Engine.show": None, "traffic.make_requests.rate_per_s": 10.0,
     "loadgen.run_scenario.rate_per_s": 5.0, "loadgen.server_trial.rate": 5.0,
     "plan.plan.rate_per_s": 10.0, "plan.plan.chips": ["NVIDIA H200 SXM"],

@@ -308,7 +308,8 @@ def _requires(wheel: Path) -> list[str]:
 
 #: The extra a module (or package: every module in it) needs beyond the core dependencies;
 #: every other module needs only the core.
-EXTRA_OF_MODULE = {"server": "lab", "loadclient": "lab", "endpoint_metrics": "lab",
+EXTRA_OF_MODULE = {"server": "lab", "engine_loop": "lab", "openai_api": "lab",
+                   "loadclient": "lab", "endpoint_metrics": "lab",
                    "real_loadgen": "loadgen", "glue": "notebooks", "explorers": "notebooks"}
 
 
