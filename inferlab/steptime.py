@@ -517,7 +517,9 @@ class SteadyState:
     Arrays have one entry per concurrency. ``per_user_tok_s`` is ``1 / step_s``
     (a request gets one token per step); ``aggregate_tok_s`` is output tokens per
     second summed over the requests of the replica, ``per_chip_tok_s`` the same
-    divided by ``tp``.
+    divided by ``tp``. ``tokens``, ``context`` and ``pairs`` are what one step pushes
+    through the weights, reads of cache and attends over, so a caller can split
+    ``step_s`` into the replica's terms.
 
     Used in chapter 'Batching'.
     """
@@ -527,6 +529,9 @@ class SteadyState:
     tp: int
     fits: np.ndarray
     bound: np.ndarray
+    tokens: np.ndarray
+    context: np.ndarray
+    pairs: np.ndarray
 
     @property
     def per_user_tok_s(self) -> np.ndarray:
@@ -578,7 +583,7 @@ def steady_state(
     fits = c * (prompt + output) <= rep.kv_capacity_tokens
     bound = np.where(rep.matmul_s(tokens) > rep.weights_s(tokens)
                      + rep.attention_s(context, pairs), "compute", "memory")
-    return SteadyState(c, step, rep.tp, fits, bound)
+    return SteadyState(c, step, rep.tp, fits, bound, tokens, context, pairs)
 
 
 def throughput_at_bound(state: SteadyState, min_per_user_tok_s: float) -> float:

@@ -143,6 +143,9 @@ def test_steady_state_matches_its_formula_and_flags_what_does_not_fit():
     expected = rep.step_s(64 * (300 + 150), 64 * 2, 64 * (300 + 150) + 64 * 300 * 301 / 600)
     assert state.step_s[1] == pytest.approx(expected)
     assert state.aggregate_tok_s[1] == pytest.approx(64 / expected)
+    # The step's parts, so that a caller can split it into the replica's terms.
+    assert (state.tokens[1], state.context[1]) == (64 * 2, 64 * (300 + 150))
+    assert state.pairs[1] == pytest.approx(64 * (300 + 150) + 64 * 300 * 301 / 600)
     assert list(state.fits) == [True, True, False]
     assert state.bound[0] == "memory" and state.bound[2] == "compute"
     with pytest.raises(ValueError, match="concurrency"):
