@@ -112,7 +112,7 @@ class ServerStats:
     tokens: int
 
 
-class _Sequence:
+class ServedSequence:
     """One request inside the scheduler (worker-thread state plus its event-loop queue)."""
 
     __slots__ = ("prompt", "max_tokens", "ignore_eos", "loop", "queue", "cancelled",
@@ -148,8 +148,8 @@ class EngineLoop:
     def __init__(self, engine: Engine, config: ServerConfig) -> None:
         self.engine, self.config = engine, config
         self._condition = threading.Condition()
-        self._waiting: deque[_Sequence] = deque()
-        self._running: list[_Sequence] = []
+        self._waiting: deque[ServedSequence] = deque()
+        self._running: list[ServedSequence] = []
         self._counts = dict.fromkeys(("completed", "cancelled", "aborted", "failed",
                                       "rejected", "steps", "tokens"), 0)
         self._stopping = False
@@ -171,7 +171,7 @@ class EngineLoop:
         with self._condition:
             return self._stopping or self._failure is not None
 
-    def admit(self, sequence: _Sequence) -> None:
+    def admit(self, sequence: ServedSequence) -> None:
         """Queue ``sequence``; raise :class:`~inferlab.openai_api.APIError` 429 if the queue
         is full, 503 if stopping or failed."""
         with self._condition:
@@ -191,7 +191,7 @@ class EngineLoop:
             self._waiting.append(sequence)
             self._condition.notify_all()
 
-    def cancel(self, sequence: _Sequence) -> None:
+    def cancel(self, sequence: ServedSequence) -> None:
         """Mark ``sequence`` cancelled; the worker drops it before its next step."""
         with self._condition:
             sequence.cancelled = True
@@ -231,12 +231,12 @@ class EngineLoop:
             self._waiting.clear()
             self._condition.notify_all()
 
-    def _finish(self, sequence: _Sequence, reason: str, counter: str) -> None:
+    def _finish(self, sequence: ServedSequence, reason: str, counter: str) -> None:
         sequence.cache = None
         self._counts[counter] += 1
         sequence.push(("end", reason))
 
-    def _emit(self, sequence: _Sequence, token: int) -> bool:
+    def _emit(self, sequence: ServedSequence, token: int) -> bool:
         """Hand ``token`` to the request; return True if the request is finished."""
         sequence.generated.append(token)
         self._counts["tokens"] += 1
@@ -309,7 +309,7 @@ class EngineLoop:
                     self._condition.notify_all()
 
 
-class _Detokenizer:
+class Detokenizer:
     """Incremental detokenization: text of new tokens, holding back a split UTF-8 character.
 
     Decodes a short window of recent ids (the approach of Hugging Face's

@@ -79,28 +79,28 @@ class APIError(Exception):
 
 
 
-def _same(a, b) -> bool:
+def same_json(a, b) -> bool:
     """Equal and of the same JSON kind (so ``true`` is not ``1`` and ``1`` is not ``1.0``)."""
     return type(a) is type(b) and a == b
 
 
-def _shown(value, limit: int = 80) -> str:
+def shown(value, limit: int = 80) -> str:
     """``value`` as JSON for an error message, cut to ``limit`` characters."""
     text = json.dumps(value)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _refuse_unsupported(body: dict) -> None:
+def refuse_unsupported(body: dict) -> None:
     """Raise 400 naming the first parameter of :data:`UNSUPPORTED` set to a value that asks."""
     for name, harmless in UNSUPPORTED.items():
-        if name in body and not any(_same(body[name], value) for value in harmless):
+        if name in body and not any(same_json(body[name], value) for value in harmless):
             allowed = " or ".join(json.dumps(v) for v in harmless if v is not None) or "null"
-            raise APIError(400, f"{name}: got {_shown(body[name])}; this server cannot "
+            raise APIError(400, f"{name}: got {shown(body[name])}; this server cannot "
                            f"honour it (allowed: {allowed}, or leave it out)", name,
                            code="unsupported_parameter")
 
 
-def _check_sampling(body: dict) -> None:
+def check_sampling(body: dict) -> None:
     """Raise 400 naming a sampling parameter outside :data:`SAMPLING_RANGES`, or a bad ``n``."""
     for name, (low, high, low_open) in SAMPLING_RANGES.items():
         if name not in body:
@@ -110,15 +110,15 @@ def _check_sampling(body: dict) -> None:
         if not (number and math.isfinite(value) and (value > low if low_open else value >= low)
                 and value <= high):
             interval = f"{'(' if low_open else '['}{low:g}, {high:g}]"
-            raise APIError(400, f"{name}: got {_shown(value)}; must be a number in {interval}",
+            raise APIError(400, f"{name}: got {shown(value)}; must be a number in {interval}",
                            name)
     n = body.get("n", 1)
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-        raise APIError(400, f"n: got {_shown(n)}; must be an integer >= 1 (and this server "
+        raise APIError(400, f"n: got {shown(n)}; must be an integer >= 1 (and this server "
                        "returns one choice, so 1)", "n")
 
 
-def _json_depth(value) -> int:
+def json_depth(value) -> int:
     """How deeply arrays and objects nest in ``value`` (a scalar is 0), counted without
     recursion and stopping once past :data:`MAX_JSON_DEPTH`."""
     deepest, stack = 0, [(value, 1)]
@@ -133,7 +133,7 @@ def _json_depth(value) -> int:
     return deepest if isinstance(value, dict | list) else 0
 
 
-def _check_content_type(request: Request) -> None:
+def check_content_type(request: Request) -> None:
     """Raise 415 unless the body is declared as JSON (or not declared at all)."""
     declared = request.headers.get("content-type")
     if declared is None:
@@ -147,7 +147,7 @@ def _check_content_type(request: Request) -> None:
 
 
 @functools.cache
-def _longest_token_bytes(tokenizer_name: str) -> int:
+def longest_token_bytes(tokenizer_name: str) -> int:
     """The UTF-8 length of the tokenizer's longest token (128 bytes for cl100k_base).
 
     No token covers more bytes, so a text of ``b`` bytes has at least
@@ -163,7 +163,7 @@ def _longest_token_bytes(tokenizer_name: str) -> int:
     return longest
 
 
-def _chat_messages(messages) -> list[dict]:
+def chat_messages(messages) -> list[dict]:
     """Messages with each ``content`` as one string; 400 naming what is malformed.
 
     A ``content`` may be a string or a list of parts; text parts

@@ -126,10 +126,10 @@ from inferlab.engine import (
     Engine,
     EngineConfig,
 )
+from inferlab.engine_loop import Detokenizer, ServedSequence
 from inferlab.engine_loop import EngineLoop as EngineLoop
 from inferlab.engine_loop import ServerConfig as ServerConfig
 from inferlab.engine_loop import ServerStats as ServerStats
-from inferlab.engine_loop import _Detokenizer, _Sequence
 from inferlab.hf_tokenizer import hf_tokenizer_json as hf_tokenizer_json
 from inferlab.hf_tokenizer import write_tokenizer_dir as write_tokenizer_dir
 from inferlab.openai_api import MAX_JSON_DEPTH as MAX_JSON_DEPTH
@@ -138,13 +138,13 @@ from inferlab.openai_api import SAMPLING_RANGES as SAMPLING_RANGES
 from inferlab.openai_api import UNSUPPORTED as UNSUPPORTED
 from inferlab.openai_api import APIError as APIError
 from inferlab.openai_api import (
-    _chat_messages,
-    _check_content_type,
-    _check_sampling,
-    _json_depth,
-    _longest_token_bytes,
-    _refuse_unsupported,
-    _shown,
+    chat_messages,
+    check_content_type,
+    check_sampling,
+    json_depth,
+    longest_token_bytes,
+    refuse_unsupported,
+    shown,
 )
 from inferlab.tokenizers import get_tokenizer
 
@@ -168,7 +168,7 @@ def _chat_prompt(messages) -> str:
     return "".join(parts) + "<|assistant|>\n"
 
 
-async def _listen_for_disconnect(receive, scheduler: EngineLoop, sequence: _Sequence) -> None:
+async def _listen_for_disconnect(receive, scheduler: EngineLoop, sequence: ServedSequence) -> None:
     """Cancel ``sequence`` as soon as its client disconnects (and wake its reader)."""
     while True:
         message = await receive()
@@ -196,7 +196,7 @@ class _WatchedResponse:
         self.server, self.job = server, job
 
     async def __call__(self, scope, receive, send) -> None:
-        sequence: _Sequence = self.job["sequence"]
+        sequence: ServedSequence = self.job["sequence"]
         scheduler = self.server.scheduler
         listener = asyncio.ensure_future(_listen_for_disconnect(receive, scheduler, sequence))
         response = None
@@ -220,8 +220,8 @@ class _WholeResponse(_WatchedResponse):
     failed)."""
 
     async def _respond(self, send):
-        sequence: _Sequence = self.job["sequence"]
-        detok = _Detokenizer(self.server.tokenizer)
+        sequence: ServedSequence = self.job["sequence"]
+        detok = Detokenizer(self.server.tokenizer)
         text = []
         while True:
             kind, value = await sequence.queue.get()
@@ -342,7 +342,7 @@ class LabServer:
         self.scheduler = EngineLoop(self.engine, self.config)
         self.host, self._port = host, port
         self._ids = itertools.count()
-        self._longest_token = _longest_token_bytes(self.config.tokenizer)
+        self._longest_token = longest_token_bytes(self.config.tokenizer)
         # Tokenizing runs here, off the event loop (tiktoken releases the GIL).
         self._tokenize_pool = ThreadPoolExecutor(2, thread_name_prefix="inferlab-tokenize")
         self._uvicorn: uvicorn.Server | None = None
@@ -496,7 +496,7 @@ class LabServer:
 
     async def _handle(self, request: Request, chat: bool):
         try:
-            _check_content_type(request)
+            check_content_type(request)
             job = self._parse(await self._read_body(request), chat)
             if "text" in job:
                 ids = await asyncio.get_running_loop().run_in_executor(
@@ -505,8 +505,8 @@ class LabServer:
                 job["prompt_ids"] = ids
             job["prompt_ids"] = (np.asarray(job["prompt_ids"] or [0], dtype=np.int64)
                                  % self.engine.config.vocab_size)
-            job["sequence"] = _Sequence(job["prompt_ids"], job["max_tokens"], job["ignore_eos"],
-                                        asyncio.get_running_loop())
+            job["sequence"] = ServedSequence(job["prompt_ids"], job["max_tokens"],
+                                             job["ignore_eos"], asyncio.get_running_loop())
             self.scheduler.admit(job["sequence"])
         except APIError as error:
             response = error.response()
@@ -580,7 +580,7 @@ class LabServer:
             raise APIError(400, f"the body is not valid JSON: {error}") from error
         if not isinstance(body, dict):
             raise APIError(400, "the body must be a JSON object")
-        if _json_depth(body) > MAX_JSON_DEPTH:
+        if json_depth(body) > MAX_JSON_DEPTH:
             raise APIError(400, f"the body nests arrays or objects too deeply (at most "
                            f"{MAX_JSON_DEPTH} levels)")
         model = body.get("model")
@@ -590,15 +590,15 @@ class LabServer:
             raise APIError(404, f"The model `{model}` does not exist; this server serves "
                            f"`{self.config.model_name}`", "model", code="model_not_found")
         body = {key: value for key, value in body.items() if value is not None}
-        _check_sampling(body)
-        _refuse_unsupported(body)
+        check_sampling(body)
+        refuse_unsupported(body)
         key = "max_completion_tokens" if chat and "max_completion_tokens" in body else "max_tokens"
         max_tokens = body.get(key, self.config.default_max_tokens)
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
-            raise APIError(400, f"{key}: got {_shown(max_tokens)}; must be an integer >= 1", key)
+            raise APIError(400, f"{key}: got {shown(max_tokens)}; must be an integer >= 1", key)
         job = {"max_tokens": max_tokens}
         if chat:
-            job["text"] = self._text_prompt(_chat_prompt(_chat_messages(body.get("messages"))),
+            job["text"] = self._text_prompt(_chat_prompt(chat_messages(body.get("messages"))),
                                             job, chat)
         else:
             prompt = body.get("prompt")
@@ -612,7 +612,7 @@ class LabServer:
                 for token in prompt:
                     if not (isinstance(token, int) and not isinstance(token, bool)
                             and 0 <= token < vocab):
-                        raise APIError(400, f"prompt: got the token id {_shown(token, 40)}; "
+                        raise APIError(400, f"prompt: got the token id {shown(token, 40)}; "
                                        f"ids of {self.tokenizer.name} are integers from 0 to "
                                        f"{vocab - 1}", "prompt")
                 job["prompt_ids"] = prompt
@@ -668,8 +668,8 @@ class LabServer:
 
     async def _events(self, job: dict):
         """The server-sent events of one streamed request, ending in ``data: [DONE]``."""
-        sequence: _Sequence = job["sequence"]
-        detok = _Detokenizer(self.tokenizer)
+        sequence: ServedSequence = job["sequence"]
+        detok = Detokenizer(self.tokenizer)
         interval = self.config.stream_interval
         pending, held = "", 0
         while True:
