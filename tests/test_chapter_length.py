@@ -29,28 +29,28 @@ LABEL = re.compile(r"^\(.*\)=$")
 FENCE = re.compile(r"^(`{3,}|~{3,})\s*(\{([^}]*)\})?")
 
 
-def chapter_words(text: str) -> int:
-    """Words of a chapter's source, its YAML front matter (the jupytext header between
-    the first two ``---`` lines) left out."""
+def without_front_matter(text: str) -> str:
+    """A chapter's source without its YAML front matter (the jupytext header between the
+    first two ``---`` lines)."""
     if text.startswith("---"):
         end = text.find("\n---", 3)
         if end < 0:
             raise ValueError("text: the front matter opened by '---' never closes")
         text = text[end + len("\n---"):]
-    return len(text.split())
+    return text
+
+
+def chapter_words(text: str) -> int:
+    """Words of a chapter's source, its YAML front matter left out."""
+    return len(without_front_matter(text).split())
 
 
 def main_thread_words(text: str) -> int:
     """Words of prose before the chapter's "Exercises" heading: code cells and plain
     fenced blocks (code, glue) left out whole, a directive's options (``:label:``) left
     out but its body (an admonition's text) counted, as a reader hears it."""
-    if text.startswith("---"):
-        end = text.find("\n---", 3)
-        if end < 0:
-            raise ValueError("text: the front matter opened by '---' never closes")
-        text = text[end + len("\n---"):]
     kept, fence = [], None
-    for line in text.splitlines():
+    for line in without_front_matter(text).splitlines():
         stripped = line.strip()
         if fence:
             if stripped.startswith(fence) and not stripped.strip("`~"):

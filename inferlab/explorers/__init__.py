@@ -55,4 +55,3 @@ def registered_explorers() -> dict[str, Explorer]:
 
 
 _base.RENDER = _render
-
