@@ -58,6 +58,8 @@ EXEMPT = {
     "server.LabServer": "starts an HTTP server on a port (tests/test_server_robustness.py)",
     "server.main": "runs the server until interrupted",
     "engine_loop.EngineLoop": "starts the engine thread of a running server",
+    "engine_loop.ServedSequence": "made by a running server for a request it admitted, on its "
+                                  "event loop",
     "loadclient.run_load": "sends requests to a live endpoint for up to duration_s",
     "real_loadgen.run": "runs MLCommons LoadGen for min_duration_s of wall-clock time",
     "machine.probe_bandwidth": "times memory bandwidth of this machine over many repeats",
