@@ -201,6 +201,89 @@ def flop_per_token(model: specs.ModelSpec) -> float:
     return 2.0 * (model.params_active - model.lookup_params)
 
 
+#: FLOPs per (query head, head dimension, layer) for one query token against one cached token:
+#: a multiply-add in Q K^T and another in the weighted sum of V.
+ATTENTION_FLOP_PER_PAIR = 4
+
+
+def attention_flop_per_pair(model: specs.ModelSpec, form: str = "prefill") -> float:
+    """FLOPs of attention for one (query token, cached token) pair, summed over the layers.
+
+    Grouped-query and multi-head attention: a multiply-add per head dimension for the
+    score and another for the weighted sum of values, ``4 x layers x heads x head_dim``,
+    whichever the ``form``.
+
+    Multi-head latent attention (DeepSeek-V3) is computed in two forms. ``"prefill"``
+    decompresses keys and values and attends as ordinary heads do, with scores over the
+    ``head_dim`` plus ``qk_rope_head_dim`` query dimensions. ``"decode"`` is the
+    *absorbed* form that decode kernels use (DeepSeek-V3 report, section 2.1.1; FlashMLA):
+    each head's query meets the cached latent itself, ``kv_lora_rank + qk_rope_head_dim``
+    wide for the score and ``kv_lora_rank`` for the values. It reads only the small cache
+    but does about three times the arithmetic per pair, which makes MLA's decode
+    attention compute-bound where grouped-query attention's is memory-bound.
+
+    Used in chapter 'Batching'.
+    """
+    model = specs.as_model(model)
+    checks.option("form", form, ("prefill", "decode"))
+    heads, layers = model.attention_heads, model.layers
+    if model.attention != "mla":
+        return float(ATTENTION_FLOP_PER_PAIR * layers * heads * model.head_dim)
+    if form == "decode":
+        per_head = 2 * (model.kv_lora_rank + model.qk_rope_head_dim) + 2 * model.kv_lora_rank
+    else:
+        per_head = 2 * (model.head_dim + model.qk_rope_head_dim) + 2 * model.head_dim
+    return float(per_head * heads * layers)
+
+
+#: Bytes per activation value written or read between kernels (16-bit activations).
+ACTIVATION_BYTES = 2.0
+
+
+def activation_bytes_per_token(model: specs.ModelSpec, tp: int = 1) -> float:
+    """Bytes of activations one token moves through memory between kernels, summed over
+    the ``tp`` chips of a tensor-parallel replica.
+
+    A matrix multiply is not the only kernel of a layer. Norms, rotary embeddings, the
+    gated activation, residual adds and the hand-offs into and out of the matrix
+    multiplies each read their input from memory and write their output back, once per
+    token. The count assumes every such tensor is written once and read once at 16 bits
+    (an engine that fuses kernels moves less); per layer, in elements:
+
+    - on every chip, whatever ``tp`` (tensor parallelism splits the heads and the MLP,
+      not the hidden vector): the two norms read and write it (4), the two residual adds
+      read two and write one (6), the QKV and gate/up multiplies read it (2) and the
+      output and down multiplies write it (2): ``14 x hidden``;
+    - split over the ``tp`` chips: the QKV output written, then read and written by the
+      rotary embedding, ``3 x (q + 2 kv)``; the attention output written and read,
+      ``2 x q``; the MLP's gate and up outputs written and read, its product written and
+      read, ``6 x intermediate``.
+
+    A mixture-of-experts layer runs that MLP for each of a token's ``experts_per_token``
+    experts and each shared expert (``moe_intermediate_size`` wide), and its router copies
+    the hidden vector out to the experts and back, ``2 x (1 + experts_per_token) x
+    hidden``. Its dense layers use ``intermediate_size``. Since the traffic grows with the
+    hidden size and the FLOPs with its square, this work weighs more on a small model:
+    nearly twice as much per FLOP for Llama 3.1 8B as for Llama 2 70B.
+
+    Used in chapter 'Batching'.
+    """
+    model = specs.as_model(model)
+    tp = checks.whole("tp", tp)
+    hidden = model.hidden_size
+    q = model.attention_heads * model.head_dim
+    kv = model.kv_heads * model.head_dim
+    attention = 14 * hidden * tp + 3 * (q + 2 * kv) + 2 * q
+    dense_mlp = 6 * model.intermediate_size
+    elements = (model.layers - model.moe_layers) * (attention + dense_mlp)
+    if model.moe_layers:
+        width = model.moe_intermediate_size or model.intermediate_size
+        experts = model.experts_per_token + model.shared_experts
+        router = 2 * (1 + model.experts_per_token) * hidden * tp
+        elements += model.moe_layers * (attention + 6 * width * experts + router)
+    return float(elements * ACTIVATION_BYTES)
+
+
 def model_decode_floor(
     model: specs.ModelSpec,
     precision: str,

@@ -4,7 +4,7 @@ A *replica* is one copy of a model served by ``tp`` chips with tensor parallelis
 inside one scale-up domain (:mod:`inferlab.feasibility` refuses layouts that do
 not fit or cross a domain). Every step of a serving engine is one forward pass
 over the tokens it has gathered: one decode token for each running request, plus
-any prompt tokens being prefilled. The model of that step has four terms, each a
+any prompt tokens being prefilled. The model of that step has five terms, each a
 separate group of kernels that run one after another:
 
 - **matrix multiplies** read the weights once per step and do two FLOPs per active
@@ -26,8 +26,21 @@ separate group of kernels that run one after another:
       attention_s = max(kv_bytes_per_token x context_read / bandwidth_eff,
                         4 x layers x heads x head_dim x pairs / peak_eff)
 
-  Decode attention is memory-bound on every chip here (its intensity is about 16
-  FLOP per byte for Llama 2 70B); long prefills are compute-bound.
+  Decode attention is memory-bound on every chip here for grouped-query attention (its
+  intensity is about 16 FLOP per byte for Llama 2 70B); long prefills are compute-bound.
+  Multi-head latent attention decodes in its absorbed form, with about three times the
+  arithmetic of its prefill per pair (:func:`inferlab.roofline.attention_flop_per_pair`):
+  the pairs of a step up to the tokens it reads are counted at the decode rate, the rest
+  at the prefill rate.
+- **activations**: every kernel between the matrix multiplies (norms, rotary
+  embeddings, the gated activation, residual adds) reads its input and writes its output
+  through memory, a number of bytes per token set by the model's widths
+  (:func:`inferlab.roofline.activation_bytes_per_token`)::
+
+      activation_s = tokens x activation_bytes_per_token / bandwidth_eff
+
+  It is small beside the weights at a small batch, and nearly twice as heavy per FLOP
+  for an 8B model as for a 70B one at a large one.
 - **communication**: two all-reduces per layer of ``tokens x hidden_size``
   16-bit activations, by the fastest algorithm for the message size on a switched
   fabric (:func:`inferlab.parallel.allreduce_s`), at the chip's per-direction link
@@ -40,7 +53,7 @@ separate group of kernels that run one after another:
 
 ::
 
-      step_s = gemm_s + attention_s + allreduce_s + step_overhead_s
+      step_s = gemm_s + attention_s + activation_s + allreduce_s + step_overhead_s
 
 **Pipeline parallelism.** A replica of ``tp x pp`` chips runs ``pp`` stages of
 ``layers / pp`` layers, each on ``tp`` chips. With ``pp`` micro-batches in flight every
@@ -83,18 +96,19 @@ from inferlab.capacity import (
 from inferlab.feasibility import Infeasible, Layout, layout
 from inferlab.mlperf import LLAMA2_70B_MEAN_OUTPUT_TOKENS, LLAMA2_70B_MEAN_PROMPT_TOKENS
 from inferlab.mlperf import MLPERF_PER_USER_TOK_S as MLPERF_PER_USER_TOK_S
-from inferlab.roofline import flop_per_token, params_read, sustained_flop_per_s
+from inferlab.roofline import (
+    ACTIVATION_BYTES,
+    activation_bytes_per_token,
+    attention_flop_per_pair,
+    flop_per_token,
+    params_read,
+    sustained_flop_per_s,
+)
 
 #: All-reduces per layer in a tensor-parallel transformer — after attention and after the MLP
 #: (Megatron-LM, Shoeybi et al. 2019).
 ALLREDUCES_PER_LAYER = 2
 
-#: Bytes per activation value sent in the all-reduces (16-bit activations).
-ACTIVATION_BYTES = 2.0
-
-#: FLOPs per (query head, head dimension, layer) for one query token against one cached token:
-#: a multiply-add in Q K^T and another in the weighted sum of V.
-ATTENTION_FLOP_PER_PAIR = 4
 
 
 @dataclass(frozen=True)
@@ -128,6 +142,8 @@ class Replica:
     stage_link_bytes_per_s: float = math.inf
     attention_dp: bool = False
     attention_peak_flop_per_s: float | None = None
+    decode_flop_per_pair: float | None = None
+    activation_bytes_per_token: float = 0.0
 
     @property
     def tp(self) -> int:
@@ -167,7 +183,12 @@ class Replica:
     def kv_s_per_token(self) -> float:
         """Seconds of attention per token of context read (the larger of bytes and FLOPs)."""
         return max(self.kv_bytes_per_token / self._bandwidth,
-                   self.attention_flop_per_pair / self._attention_flops)
+                   self._decode_flop_per_pair / self._attention_flops)
+
+    @property
+    def _decode_flop_per_pair(self) -> float:
+        return (self.attention_flop_per_pair if self.decode_flop_per_pair is None
+                else self.decode_flop_per_pair)
 
     # ---- the pieces of a step (numbers or NumPy arrays) -----------------------------
 
@@ -190,12 +211,25 @@ class Replica:
 
     def attention_s(self, context_tokens, attention_pairs=None):
         """Attention over ``context_tokens`` tokens of KV cache read, with ``attention_pairs``
-        (query, cached token) pairs of arithmetic (default: one per token read, as in decode)."""
-        read = self.kv_bytes_per_token * np.asarray(context_tokens, dtype=float) / self._bandwidth
-        pairs = context_tokens if attention_pairs is None else attention_pairs
-        work = (self.attention_flop_per_pair * np.asarray(pairs, dtype=float)
-                / self._attention_flops)
+        (query, cached token) pairs of arithmetic (default: one per token read, as in decode).
+
+        As many pairs as tokens read are taken to be decode's, at
+        ``decode_flop_per_pair``; the rest are a prompt's, at ``attention_flop_per_pair``
+        (the two differ only for multi-head latent attention,
+        :func:`inferlab.roofline.attention_flop_per_pair`)."""
+        context = np.asarray(context_tokens, dtype=float)
+        read = self.kv_bytes_per_token * context / self._bandwidth
+        pairs = context if attention_pairs is None else np.asarray(attention_pairs, dtype=float)
+        decode = np.minimum(pairs, context)
+        work = (self._decode_flop_per_pair * decode
+                + self.attention_flop_per_pair * (pairs - decode)) / self._attention_flops
         return np.maximum(read, work)
+
+    def activation_s(self, tokens):
+        """Time to move ``tokens`` tokens' activations between kernels
+        (:func:`inferlab.roofline.activation_bytes_per_token`)."""
+        return (self.activation_bytes_per_token * np.asarray(tokens, dtype=float)
+                / self._bandwidth)
 
     def memory_s(self, context_tokens, tokens=1):
         """Time to read the weights a step of ``tokens`` tokens touches and ``context_tokens``
@@ -251,12 +285,13 @@ class Replica:
         """The modelled time of one step that reads ``context_tokens`` tokens of KV cache and
         pushes ``tokens`` tokens through the weights (see the module docstring)::
 
-            gemm_s + attention_s + allreduce_s + step_overhead_s
+            gemm_s + attention_s + activation_s + allreduce_s + step_overhead_s
 
         Vectorised: pass arrays of equal shape for many steps at once.
         """
         result = (self.gemm_s(tokens) + self.attention_s(context_tokens, attention_pairs)
-                  + self.allreduce_s(tokens) + self.step_overhead_s)
+                  + self.activation_s(tokens) + self.allreduce_s(tokens)
+                  + self.step_overhead_s)
         return float(result) if np.ndim(result) == 0 else result
 
     def step_function(self):
@@ -266,6 +301,8 @@ class Replica:
         matmul = self.flop_per_token / flops
         kv_read = self.kv_bytes_per_token / bandwidth
         pair = self.attention_flop_per_pair / self._attention_flops
+        decode_pair = self._decode_flop_per_pair / self._attention_flops
+        activation = self.activation_bytes_per_token / bandwidth
         hidden = 1 - self.overlap
         fixed = self.step_overhead_s
         model = self.layout.model
@@ -292,9 +329,11 @@ class Replica:
                 work = matmul * tokens
                 gemm = read + hidden * work if read > work else work + hidden * read
                 attention = kv_read * context_read
-                if pair * pairs > attention:
-                    attention = pair * pairs
-                return gemm + attention + fixed
+                decode = pairs if pairs < context_read else context_read
+                work = decode_pair * decode + pair * (pairs - decode)
+                if work > attention:
+                    attention = work
+                return gemm + attention + activation * tokens + fixed
 
             return step
 
@@ -307,10 +346,13 @@ class Replica:
             work = matmul * tokens
             gemm = read + hidden * work if read > work else work + hidden * read
             attention = kv_read * context_read
-            if pair * pairs > attention:
-                attention = pair * pairs
+            decode = pairs if pairs < context_read else context_read
+            work = decode_pair * decode + pair * (pairs - decode)
+            if work > attention:
+                attention = work
             # One chip and one stage send nothing: no call for the communication then.
-            return gemm + attention + (0.0 if simple else comm(tokens)) + fixed
+            return (gemm + attention + activation * tokens + (0.0 if simple else comm(tokens))
+                    + fixed)
 
         return step
 
@@ -356,16 +398,17 @@ class Replica:
 
     def compute_bound_batch(self, context_tokens: float) -> float:
         """The decode batch at which a step's arithmetic equals all its memory traffic,
-        weights *and* the KV cache of ``context_tokens``-token requests::
+        weights, the KV cache of ``context_tokens``-token requests and the activations::
 
-            batch x matmul_s_per_token = weights_s + batch x context x kv_s_per_token
+            batch x matmul_s_per_token = weights_s
+                                         + batch x (context x kv_read_s + activation_s)
 
         ``inf`` where the cache alone takes longer per request than its arithmetic:
         the step then never turns compute-bound, whatever the batch.
         """
         context = checks.non_negative("context_tokens", context_tokens)
-        per_token = self.flop_per_token / self._flops - context * self.kv_bytes_per_token \
-            / self._bandwidth
+        per_token = self.flop_per_token / self._flops - (
+            context * self.kv_bytes_per_token + self.activation_bytes_per_token) / self._bandwidth
         return float(self.weights_s(1)) / per_token if per_token > 0 else math.inf
 
     def with_efficiency(self, memory_efficiency: float | None = None,
@@ -478,8 +521,9 @@ def replica(
         weight_bytes=lay.weight_bytes_per_chip * lay.chips,
         kv_bytes_per_token=per_token,
         flop_per_token=flop_per_token(spec),
-        attention_flop_per_pair=float(ATTENTION_FLOP_PER_PAIR * spec.layers
-                                      * spec.attention_heads * spec.head_dim),
+        attention_flop_per_pair=attention_flop_per_pair(spec, "prefill"),
+        decode_flop_per_pair=attention_flop_per_pair(spec, "decode"),
+        activation_bytes_per_token=activation_bytes_per_token(spec, tp),
         bandwidth_bytes_per_s=tp * hw.memory_bandwidth_bytes_per_s,
         peak_flop_per_s=tp * peak,
         memory_efficiency=memory_efficiency,
@@ -582,7 +626,8 @@ def steady_state(
                                 "concurrency", "prompt_tokens", "output_tokens")
     fits = c * (prompt + output) <= rep.kv_capacity_tokens
     bound = np.where(rep.matmul_s(tokens) > rep.weights_s(tokens)
-                     + rep.attention_s(context, pairs), "compute", "memory")
+                     + rep.attention_s(context, pairs) + rep.activation_s(tokens),
+                     "compute", "memory")
     return SteadyState(c, step, rep.tp, fits, bound, tokens, context, pairs)
 
 

@@ -9,6 +9,7 @@ from inferlab import steptime as st
 from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
 from inferlab.feasibility import Infeasible
 from inferlab.parallel import allreduce_s
+from inferlab.roofline import activation_bytes_per_token, attention_flop_per_pair, flop_per_token
 from inferlab.specs import chip, model
 
 H200 = "NVIDIA H200 SXM"
@@ -35,17 +36,64 @@ def test_batch_1_decode_is_the_bandwidth_floor_plus_overhead():
     # Every weight but the embedding table, of which one row: 68.7 GB at one byte each.
     read = spec.params_total - spec.embedding_params + spec.hidden_size
     floor = (read + rep.kv_bytes_per_token * 1000) / bandwidth
-    assert rep.decode_step_s(1, 1000) == pytest.approx(floor + 0.002)
+    # ... plus the one token's activations between kernels (0.05 % of the floor here).
+    activations = activation_bytes_per_token(spec) / bandwidth
+    assert activations < 1e-3 * floor
+    assert rep.decode_step_s(1, 1000) == pytest.approx(floor + activations + 0.002)
 
 
 def test_the_step_is_matmuls_plus_attention_plus_overhead_with_the_ideal_roofline_at_overlap_1():
     rep = st.replica("Llama 2 70B", H200, 1, "fp8")
     small, large = rep.decode_step_s(8, 500), rep.decode_step_s(4096, 500)
     # The weights' kernels and the cache's kernels run one after the other.
-    assert small == pytest.approx(float(rep.memory_s(8 * 500, 8)))
-    assert large == pytest.approx(float(rep.compute_s(4096) + rep.attention_s(4096 * 500)))
+    assert small == pytest.approx(float(rep.memory_s(8 * 500, 8) + rep.activation_s(8)))
+    assert large == pytest.approx(float(rep.compute_s(4096) + rep.attention_s(4096 * 500)
+                                        + rep.activation_s(4096)))
     # The ridge: compute of the ridge's tokens equals the weights' memory time.
     assert float(rep.compute_s(rep.ridge_tokens)) == pytest.approx(float(rep.memory_s(0)))
+
+
+def test_activations_count_every_tensor_between_kernels_once_each_way():
+    spec = model("Llama 3.1 8B")
+    q, kv = 32 * 128, 8 * 128
+    per_layer = 14 * 4096 + 3 * (q + 2 * kv) + 2 * q + 6 * 14336
+    assert activation_bytes_per_token(spec) == 32 * per_layer * 2  # 16-bit
+    # Tensor parallelism splits the heads and the MLP but every chip keeps the hidden vector.
+    split = activation_bytes_per_token(spec, 8) - 8 * 32 * 14 * 4096 * 2
+    assert split == pytest.approx(activation_bytes_per_token(spec) - 32 * 14 * 4096 * 2)
+    # Widths grow the traffic, their squares the FLOPs: the small model carries more per FLOP.
+    big = model("Llama 2 70B")
+    ratio = (activation_bytes_per_token(spec) / flop_per_token(spec)) / (
+        activation_bytes_per_token(big) / flop_per_token(big))
+    assert 1.7 < ratio < 2.0
+    # A mixture runs the MLP of each expert a token uses, and copies it there and back.
+    mixtral = model("Mixtral 8x7B")
+    dense_like = activation_bytes_per_token(spec) / 2 / 32 - 6 * 14336
+    assert activation_bytes_per_token(mixtral) / 2 / 32 == pytest.approx(
+        dense_like + 2 * 6 * 14336 + 2 * 3 * 4096)
+    with pytest.raises(ValueError, match="tp"):
+        activation_bytes_per_token(spec, 0)
+
+
+def test_latent_attention_decodes_in_the_absorbed_form_with_three_times_the_arithmetic():
+    r1 = model("DeepSeek-R1")
+    decode = attention_flop_per_pair(r1, "decode")
+    assert decode == 61 * 128 * (2 * (512 + 64) + 2 * 512)
+    assert attention_flop_per_pair(r1, "prefill") == 61 * 128 * (2 * (128 + 64) + 2 * 128)
+    assert 3 < decode / attention_flop_per_pair(r1, "prefill") < 4
+    # Grouped-query attention has one form.
+    llama = model("Llama 2 70B")
+    assert attention_flop_per_pair(llama, "decode") == attention_flop_per_pair(llama) == (
+        4 * 80 * 64 * 128)
+    # In a step, pairs up to the tokens read are decode's; the rest a prompt's.
+    rep = st.replica(r1, B200, 8, "fp4")
+    peak = rep.attention_peak_flop_per_s
+    assert float(rep.attention_s(1e6)) == pytest.approx(max(
+        rep.kv_bytes_per_token * 1e6 / rep.bandwidth_bytes_per_s, decode * 1e6 / peak))
+    assert float(rep.attention_s(1e6, 3e6)) == pytest.approx(
+        (decode * 1e6 + attention_flop_per_pair(r1) * 2e6) / peak)
+    with pytest.raises(ValueError, match="form"):
+        attention_flop_per_pair(r1, "both")
 
 
 def test_overlap_below_1_pays_part_of_the_shorter_resource():
@@ -58,7 +106,10 @@ def test_overlap_below_1_pays_part_of_the_shorter_resource():
 
 def test_the_ridge_with_cache_reads_lies_beyond_the_weights_only_ridge():
     rep = st.replica("Llama 2 70B", H200, 1, "fp8")
-    assert rep.compute_bound_batch(0) == pytest.approx(rep.ridge_tokens)
+    # Even without a cache the activations between kernels push it past the weights' ridge.
+    assert rep.compute_bound_batch(0) == pytest.approx(
+        float(rep.weights_s(1)) / float(rep.matmul_s(1) - rep.activation_s(1)))
+    assert rep.compute_bound_batch(0) > rep.ridge_tokens
     assert rep.compute_bound_batch(1000) > rep.ridge_tokens
     # Long enough contexts make the cache cost more than the arithmetic per request.
     assert rep.compute_bound_batch(4000) == float("inf")
