@@ -240,7 +240,8 @@ def attention_flop_per_pair(model: specs.ModelSpec, form: str = "prefill") -> fl
 ACTIVATION_BYTES = 2.0
 
 
-def activation_bytes_per_token(model: specs.ModelSpec, tp: int = 1) -> float:
+def activation_bytes_per_token(model: specs.ModelSpec, tp: int = 1,
+                               attention_dp: bool = False) -> float:
     """Bytes of activations one token moves through memory between kernels, summed over
     the ``tp`` chips of a tensor-parallel replica.
 
@@ -253,7 +254,9 @@ def activation_bytes_per_token(model: specs.ModelSpec, tp: int = 1) -> float:
     - on every chip, whatever ``tp`` (tensor parallelism splits the heads and the MLP,
       not the hidden vector): the two norms read and write it (4), the two residual adds
       read two and write one (6), the QKV and gate/up multiplies read it (2) and the
-      output and down multiplies write it (2): ``14 x hidden``;
+      output and down multiplies write it (2): ``14 x hidden``. With ``attention_dp``
+      each chip runs whole requests of its own, so each token's hidden vector lives on
+      one chip and this part is not repeated;
     - split over the ``tp`` chips: the QKV output written, then read and written by the
       rotary embedding, ``3 x (q + 2 kv)``; the attention output written and read,
       ``2 x q``; the MLP's gate and up outputs written and read, its product written and
@@ -270,16 +273,17 @@ def activation_bytes_per_token(model: specs.ModelSpec, tp: int = 1) -> float:
     """
     model = specs.as_model(model)
     tp = checks.whole("tp", tp)
+    copies = 1 if checks.instance("attention_dp", attention_dp, bool) else tp
     hidden = model.hidden_size
     q = model.attention_heads * model.head_dim
     kv = model.kv_heads * model.head_dim
-    attention = 14 * hidden * tp + 3 * (q + 2 * kv) + 2 * q
+    attention = 14 * hidden * copies + 3 * (q + 2 * kv) + 2 * q
     dense_mlp = 6 * model.intermediate_size
     elements = (model.layers - model.moe_layers) * (attention + dense_mlp)
     if model.moe_layers:
         width = model.moe_intermediate_size or model.intermediate_size
         experts = model.experts_per_token + model.shared_experts
-        router = 2 * (1 + model.experts_per_token) * hidden * tp
+        router = 2 * (1 + model.experts_per_token) * hidden * copies
         elements += model.moe_layers * (attention + 6 * width * experts + router)
     return float(elements * ACTIVATION_BYTES)
 

@@ -523,7 +523,7 @@ def replica(
         flop_per_token=flop_per_token(spec),
         attention_flop_per_pair=attention_flop_per_pair(spec, "prefill"),
         decode_flop_per_pair=attention_flop_per_pair(spec, "decode"),
-        activation_bytes_per_token=activation_bytes_per_token(spec, tp),
+        activation_bytes_per_token=activation_bytes_per_token(spec, tp, attention_dp),
         bandwidth_bytes_per_s=tp * hw.memory_bandwidth_bytes_per_s,
         peak_flop_per_s=tp * peak,
         memory_efficiency=memory_efficiency,

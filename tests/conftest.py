@@ -218,6 +218,23 @@ def guidellm_tool() -> live_tools.Tool:
     return ready_tool("guidellm")
 
 
+def import_statements(path: Path) -> list[tuple[str, str | None]]:
+    """Every absolute import in the Python file ``path``, at its top or inside a function,
+    as ``(module, name)``: ``import a.b`` is ``("a.b", None)`` and ``from a import b`` is
+    ``("a", "b")``, where ``b`` may be a module of ``a`` or a name defined in it (the
+    caller, which knows the tree, tells which). The package has no relative imports.
+
+    Read by the layer test (the arrows between inferlab's modules) and the wheel test
+    (the third-party modules each one needs)."""
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, None) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.extend((node.module, alias.name) for alias in node.names)
+    return found
+
+
 def glued(build: Build, chapter: str) -> dict[str, object]:
     """Every value that page ``book/<chapter>`` glued in ``build``, by key.
 

@@ -9,12 +9,11 @@ there is one, and to the package itself otherwise.
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT
+from conftest import ROOT, import_statements
 
 PACKAGE = ROOT / "inferlab"
 
@@ -32,14 +31,11 @@ def is_module(name: str) -> bool:
 def arrows(path: Path) -> set[str]:
     """The ``inferlab`` modules ``path`` imports, anywhere in it."""
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name.split(".")[0] == "inferlab"}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
-                and node.module.split(".")[0] == "inferlab":
-            for alias in node.names:
-                child = f"{node.module}.{alias.name}"
-                found.add(child if is_module(child) else node.module)
+    for module, name in import_statements(path):
+        if module.split(".")[0] != "inferlab":
+            continue
+        child = f"{module}.{name}"
+        found.add(child if name is not None and is_module(child) else module)
     return found
 
 

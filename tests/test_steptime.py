@@ -71,8 +71,13 @@ def test_activations_count_every_tensor_between_kernels_once_each_way():
     dense_like = activation_bytes_per_token(spec) / 2 / 32 - 6 * 14336
     assert activation_bytes_per_token(mixtral) / 2 / 32 == pytest.approx(
         dense_like + 2 * 6 * 14336 + 2 * 3 * 4096)
+    # With attention data-parallel each token's hidden vector lives on one chip only.
+    assert activation_bytes_per_token(spec, 8, attention_dp=True) == pytest.approx(
+        activation_bytes_per_token(spec))
     with pytest.raises(ValueError, match="tp"):
         activation_bytes_per_token(spec, 0)
+    with pytest.raises(ValueError, match="attention_dp"):
+        activation_bytes_per_token(spec, 8, attention_dp="yes")
 
 
 def test_latent_attention_decodes_in_the_absorbed_form_with_three_times_the_arithmetic():

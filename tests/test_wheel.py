@@ -39,7 +39,7 @@ from pathlib import Path
 
 import jupytext
 import pytest
-from conftest import ROOT
+from conftest import ROOT, import_statements
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -316,13 +316,10 @@ EXTRA_OF_MODULE = {"server": "lab", "engine_loop": "lab", "openai_api": "lab",
 def _imported(path: Path) -> set[str]:
     """Every module ``path`` imports, at the top or inside functions."""
     names: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
-            if node.module == "inferlab":  # from inferlab import specs
-                names.update(f"inferlab.{alias.name}" for alias in node.names)
+    for module, name in import_statements(path):
+        names.add(module)
+        if module == "inferlab" and name is not None:  # from inferlab import specs
+            names.add(f"inferlab.{name}")
     return names
 
 
