@@ -161,6 +161,20 @@ def instance(name: str, value, kind: type | tuple[type, ...]):
     return value
 
 
+def shown(name: str, progress, items, *, label: str):
+    """``items`` wrapped by ``progress`` (a function like :func:`inferlab.progress.progress`,
+    which a chapter passes to show a bar) with ``label``, or yielded as they are for
+    ``None``. The package's loops take the bar as an argument so that no module below the
+    book's presentation imports the notebook display.
+    """
+    if progress is None:
+        # A generator, as progress's own result is, so that a caller may close it.
+        return (item for item in items)
+    if not callable(progress):
+        raise _wrong_type(name, progress, "a function like inferlab.progress.progress, or None")
+    return progress(items, label=label)
+
+
 def _array(name: str, values, allowed: str, *, empty: bool, size: int) -> np.ndarray:
     if isinstance(values, (str, bytes, bool)):
         raise _wrong_type(name, values, allowed)

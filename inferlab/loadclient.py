@@ -49,7 +49,6 @@ import httpx
 import numpy as np
 
 from inferlab import checks
-from inferlab.progress import progress
 from inferlab.tokenizers import available_tokenizers, get_tokenizer
 from inferlab.traces import LoadSpec, RequestTrace, Trace
 
@@ -245,14 +244,15 @@ async def _run(base_url: str, model: str, spec: LoadSpec, api_key: str | None,
 
 
 def run_load(base_url: str, model: str, spec: LoadSpec | None = None, *,
-             api_key: str | None = None) -> Trace:
+             api_key: str | None = None, progress=None) -> Trace:
     """Run ``spec`` against the OpenAI-compatible server at ``base_url`` and return the trace.
 
     ``base_url`` ends in ``/v1`` (``http://127.0.0.1:8000/v1`` for vLLM,
     ``http://127.0.0.1:11434/v1`` for Ollama); ``model`` is the name the
     server knows. ``api_key`` defaults to the ``OPENAI_API_KEY`` environment
     variable, sent as a bearer token when set. Runs in its own thread and
-    event loop, so it can be called from a notebook.
+    event loop, so it can be called from a notebook. ``progress`` draws a bar of the
+    requests answered (pass :func:`inferlab.progress.progress`; ``None`` shows nothing).
     """
     spec = spec or LoadSpec()
     api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -269,7 +269,8 @@ def run_load(base_url: str, model: str, spec: LoadSpec | None = None, *,
     thread.start()
     deadline = time.monotonic() + spec.duration_s + spec.timeout_s + 30.0
     # The bar is drawn from this thread, which owns the notebook output, not from the run's loop.
-    with closing(progress(range(spec.requests), label="Requests answered")) as ticks:
+    bar = checks.shown("progress", progress, range(spec.requests), label="Requests answered")
+    with closing(iter(bar)) as ticks:
         shown = 0
         while thread.is_alive() and time.monotonic() < deadline:
             thread.join(min(0.25, max(0.0, deadline - time.monotonic())))

@@ -73,7 +73,6 @@ from inferlab import checks
 from inferlab.bisection import highest_passing, least_integer
 from inferlab.calibration import ATTAINABLE_FRACTION
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
-from inferlab.progress import progress
 from inferlab.simulator import (
     EXPLORER_OVERHEAD_S,
     MIN_SEARCH_RATE_PER_S,
@@ -1241,7 +1240,8 @@ def completed_share(log: QueryLog) -> float:
 def find_server_rate(system: System, scenario: str = "Server", *,
                      workload: Workload | None = None, model: str = "llama2-70b",
                      rules: RunRules | None = None, upper_rate_per_s: float | None = None,
-                     iterations: int = 10, limit: LatencyBounds | None = None) -> ServerSearch:
+                     iterations: int = 10, limit: LatencyBounds | None = None,
+                     progress=None) -> ServerSearch:
     """Bisect for the highest Poisson rate whose run LoadGen would judge valid.
 
     The p99 bounds are ``model``'s for ``scenario`` (:func:`bounds`), or ``limit``: a
@@ -1262,6 +1262,9 @@ def find_server_rate(system: System, scenario: str = "Server", *,
     Without a TTFT bound (``limit`` with an infinite ``ttft_s``) a queue may grow for ever
     and every rate passes; no rate serves more than an Offline run completes, so the
     default upper limit is not doubled then.
+
+    ``progress`` draws a bar over the trials in a notebook (pass
+    :func:`inferlab.progress.progress`; ``None`` shows nothing).
 
     Raises ``ValueError`` for a scenario without a bound, an unknown model, or a
     non-positive upper rate.
@@ -1284,7 +1287,8 @@ def find_server_rate(system: System, scenario: str = "Server", *,
             if given else 1.2 * offline_rate_per_s(system, workload, rules))
     endless_queue = limit is not None and not math.isfinite(limit.ttft_s)
     trials = []
-    ticks = progress(range(iterations), label=f"{scenario} rate search, trials")
+    ticks = iter(checks.shown("progress", progress, range(iterations),
+                              label=f"{scenario} rate search, trials"))
 
     def trial(rate: float) -> tuple[bool, Summary | None]:
         next(ticks, None)

@@ -158,7 +158,8 @@ _BANDWIDTH_KERNELS: dict[str, tuple[str, Kernel]] = {
 
 
 def probe_bandwidth(
-    array_bytes: int | None = None, repeats: int = 9, kernel: str = "matvec"
+    array_bytes: int | None = None, repeats: int = 9, kernel: str = "matvec", *,
+    progress=None,
 ) -> BandwidthProbe:
     """Measure how fast this machine reads memory, the denominator of the decode floor.
 
@@ -182,8 +183,10 @@ def probe_bandwidth(
     other extreme: one lucky run, or a timer's jitter, would set the bound. The
     10th percentile is a high percentile of the rate that several runs reach,
     so it stays close to what the hardware sustains while one outlier cannot
-    move it; the median and both percentiles are kept for the spread. Chapter
-    "bandwidth floor"; the chapters call it through :func:`measured_bandwidth`.
+    move it; the median and both percentiles are kept for the spread. ``progress``
+    draws a bar over the runs (pass :func:`inferlab.progress.progress`; ``None`` shows
+    nothing). Chapter "bandwidth floor"; the chapters call it through
+    :func:`measured_bandwidth`.
     """
     if kernel not in _BANDWIDTH_KERNELS:
         raise ValueError(f"kernel: got {kernel!r}; allowed: {', '.join(_BANDWIDTH_KERNELS)}")
@@ -195,7 +198,8 @@ def probe_bandwidth(
         )
     description, build = _BANDWIDTH_KERNELS[kernel]
     run, read_bytes = build(array_bytes // 4)
-    stats = spread(time_repeats(run, repeats, label="Reading memory (bandwidth probe)"))
+    stats = spread(time_repeats(run, repeats, label="Reading memory (bandwidth probe)",
+                                progress=progress))
     threads, threads_source = blas_threads()
     if kernel == "sum":
         threads, threads_source = 1, "NumPy's reductions run on one thread"
@@ -292,7 +296,8 @@ def _locked(path: Path):
 
 def measured_bandwidth(cache_dir: Path | str | None = None, *,
                        max_age_s: float = BANDWIDTH_MAX_AGE_S,
-                       probe: Callable[[], BandwidthProbe] | None = None) -> BandwidthProbe:
+                       probe: Callable[[], BandwidthProbe] | None = None,
+                       progress=None) -> BandwidthProbe:
     """This machine's memory bandwidth for a floor: one rule and one figure for every chapter.
 
     The rule: the default :func:`probe_bandwidth` (GEMV over an array far larger
@@ -307,7 +312,8 @@ def measured_bandwidth(cache_dir: Path | str | None = None, *,
     bandwidth. A measurement from another machine or older than ``max_age_s``
     is taken again; so is an unreadable file. Calls at once (chapters built in
     parallel) wait for one another's measurement. ``probe`` replaces the
-    measurement (tests).
+    measurement (tests). ``progress`` draws a bar while a measurement runs (pass
+    :func:`inferlab.progress.progress`; ``None`` shows nothing).
     """
     max_age_s = checks.non_negative("max_age_s", max_age_s)
     key = machine_key()
@@ -319,7 +325,8 @@ def measured_bandwidth(cache_dir: Path | str | None = None, *,
         kept = _kept_probe(path, key, max_age_s)
         if kept is not None:
             return kept
-        result = (probe or (lambda: probe_bandwidth(repeats=FLOOR_PROBE_REPEATS)))()
+        result = (probe or (lambda: probe_bandwidth(repeats=FLOOR_PROBE_REPEATS,
+                                                    progress=progress)))()
         # Written whole and then renamed, so a reader never sees half a file.
         partial = path.with_suffix(f".{os.getpid()}.tmp")
         partial.write_text(json.dumps({"machine": key, "measured_at": time.time(),

@@ -27,7 +27,6 @@ import pandas as pd
 
 from inferlab import checks
 from inferlab.engine import Engine, decode_bytes, greedy, prefill_flop
-from inferlab.progress import progress
 
 
 def time_repeats(
@@ -36,19 +35,21 @@ def time_repeats(
     setup: Callable[[], object] | None = None,
     warmup: int = 1,
     label: str | None = None,
+    progress=None,
 ) -> np.ndarray:
     """Wall-clock seconds of ``repeats`` calls of ``run``, after ``warmup`` untimed calls.
 
     ``setup`` runs before every call, outside the timed region (e.g. to rewind
     a KV cache). The warm-up pays the one-time costs a steady state does not
-    have: page faults on fresh arrays, waking BLAS threads. With a ``label`` a
-    notebook shows a progress bar while the calls run (:func:`inferlab.progress.progress`).
+    have: page faults on fresh arrays, waking BLAS threads. ``progress`` draws a bar
+    labelled ``label`` while the calls run in a notebook (pass
+    :func:`inferlab.progress.progress`; ``None`` shows nothing).
     """
     repeats = checks.whole("repeats", repeats, maximum=checks.MAX_ITEMS)
     warmup = checks.whole("warmup", warmup, minimum=0, maximum=checks.MAX_ITEMS)
     seconds = np.empty(repeats)
     calls = range(warmup + repeats)
-    for index in (calls if label is None else progress(calls, label=label)):
+    for index in checks.shown("progress", progress, calls, label=label or "Timing calls"):
         if setup is not None:
             setup()
         start = time.perf_counter()
@@ -87,6 +88,7 @@ def ttft_by_prompt_length(
     repeats: int = 5,
     batch: int = 1,
     seed: int = 0,
+    progress=None,
 ) -> pd.DataFrame:
     """Time to first token against prompt length, with the compute floor of each.
 
@@ -95,13 +97,16 @@ def ttft_by_prompt_length(
     ``prefill_flop(config, prompt_tokens, batch) / flop_per_s``, and
     ``achieved_flop_per_s`` is that work over the median time. Columns:
     ``prompt_tokens, batch, repeats, median_s, p10_s, p90_s, flop, floor_s,
-    floor_fraction, achieved_flop_per_s``. Chapter "prefill and decode".
+    floor_fraction, achieved_flop_per_s``. ``progress`` draws a bar over the lengths
+    (pass :func:`inferlab.progress.progress`; ``None`` shows nothing). Chapter "prefill
+    and decode".
     """
     checks.wholes("prompt_tokens", prompt_tokens)
     checks.positive("flop_per_s", flop_per_s)
     rng = np.random.default_rng(seed)
     rows = []
-    for tokens in progress(prompt_tokens, label="Timing prefill at each prompt length"):
+    for tokens in checks.shown("progress", progress, prompt_tokens,
+                               label="Timing prefill at each prompt length"):
         prompts = rng.integers(0, engine.config.vocab_size, size=(batch, int(tokens)))
 
         def first_token(prompts=prompts) -> np.ndarray:
@@ -122,6 +127,7 @@ def decode_step_times(
     bandwidth_bytes_per_s: float,
     repeats: int = 5,
     seed: int = 0,
+    progress=None,
 ) -> pd.DataFrame:
     """Time per decode step against batch size and context length, with the bandwidth floor.
 
@@ -132,8 +138,9 @@ def decode_step_times(
     bytes. The floor is ``decode_bytes(config, batch, context) /
     bandwidth_bytes_per_s``. Columns: ``batch, context_tokens, repeats,
     median_s, p10_s, p90_s, bytes_read, floor_s, floor_fraction,
-    tokens_per_s, achieved_bytes_per_s``. Chapters "bandwidth floor" and
-    "batching".
+    tokens_per_s, achieved_bytes_per_s``. ``progress`` draws a bar over the cells (pass
+    :func:`inferlab.progress.progress`; ``None`` shows nothing). Chapters "bandwidth
+    floor" and "batching".
     """
     checks.wholes("batch_sizes", batch_sizes)
     checks.wholes("context_tokens", context_tokens, minimum=0)
@@ -141,7 +148,8 @@ def decode_step_times(
     rng = np.random.default_rng(seed)
     rows = []
     cells = [(int(batch), int(context)) for batch in batch_sizes for context in context_tokens]
-    for batch, context in progress(cells, label="Timing decode steps"):
+    for batch, context in checks.shown("progress", progress, cells,
+                                       label="Timing decode steps"):
         cache = engine.new_cache(batch, context + 1)
         cache.fill_random(context, rng)
         tokens = rng.integers(0, engine.config.vocab_size, size=batch)

@@ -34,7 +34,6 @@ import pandas as pd
 from inferlab import checks
 from inferlab.data import DATA_DIR
 from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
-from inferlab.progress import progress
 from inferlab.tokenizers import available_tokenizers, get_tokenizer
 
 TEXTS_DIR = DATA_DIR / "texts"
@@ -128,7 +127,7 @@ def word_count(text: str) -> int:
 
 
 def count_tokens(texts: pd.DataFrame | None = None,
-                 tokenizers: Sequence[str] | None = None) -> pd.DataFrame:
+                 tokenizers: Sequence[str] | None = None, *, progress=None) -> pd.DataFrame:
     """Tokens of each text under each tokenizer, as a tidy table.
 
     One row per (text, tokenizer) with columns ``file, kind, language,
@@ -145,7 +144,9 @@ def count_tokens(texts: pd.DataFrame | None = None,
       same tokenizer (1 for the original, NaN for texts without one).
 
     ``texts`` defaults to :func:`load_texts`; ``tokenizers`` to all of
-    :func:`inferlab.tokenizers.available_tokenizers`.
+    :func:`inferlab.tokenizers.available_tokenizers`. ``progress`` draws a bar over the
+    tokenizers in a notebook (pass :func:`inferlab.progress.progress`; ``None`` shows
+    nothing).
 
     Used in chapter 'Tokenizers'.
     """
@@ -164,7 +165,8 @@ def count_tokens(texts: pd.DataFrame | None = None,
     }
     tokens = {
         (row.file, name): get_tokenizer(name).count(row.text)
-        for name in progress(names, label="Counting tokens, one tokenizer at a time")
+        for name in checks.shown("progress", progress, names,
+                                 label="Counting tokens, one tokenizer at a time")
         for row in frame.itertuples()
     }
     records = []

@@ -92,3 +92,11 @@ def test_the_explorers_load_no_plotting_library():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=120)
     assert done.stdout.strip() == "False", done.stderr
+
+
+def test_no_module_draws_its_own_progress_bar():
+    # The bar is the notebook's business: a loop that may be long takes it as an argument
+    # (``progress=``), so the model and the lab never import the display.
+    importers = sorted(name for name, targets in import_graph().items()
+                       if "inferlab.progress" in targets)
+    assert importers == [], importers

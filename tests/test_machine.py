@@ -105,7 +105,7 @@ def test_measured_bandwidth_defaults_to_the_build_folder_and_the_floor_probe(
 
     monkeypatch.setattr(machine, "probe_bandwidth", probe)
     first = measured_bandwidth()
-    assert asked == [{"repeats": FLOOR_PROBE_REPEATS}]  # the default kernel and array size
+    assert asked == [{"repeats": FLOOR_PROBE_REPEATS, "progress": None}]  # default kernel, size
     assert measured_bandwidth() == first and len(asked) == 1
     assert len(list((tmp_path / "build").glob("bandwidth-*.json"))) == 1
 

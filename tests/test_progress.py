@@ -82,3 +82,23 @@ def test_an_iterable_without_a_length_needs_a_total():
     with pytest.raises(TypeError, match="total"):
         p.progress(iter([1, 2]), label="x")
     assert list(p.progress(iter([1, 2]), label="x", total=2)) == [1, 2]
+
+
+def test_a_loop_takes_the_bar_as_an_argument_and_refuses_what_is_not_one():
+    from inferlab import checks
+    from inferlab.loadgen import example_system, find_server_rate
+
+    # None passes the items through, closable as a bar is; a bar wraps them with its label.
+    quiet = checks.shown("progress", None, range(3), label="ignored")
+    assert list(quiet) == [0, 1, 2]
+    quiet.close()
+    labels = []
+
+    def bar(items, *, label):
+        labels.append(label)
+        return iter(items)
+
+    assert list(checks.shown("progress", bar, "ab", label="letters")) == ["a", "b"]
+    assert labels == ["letters"]
+    with pytest.raises(ValueError, match="progress: 'yes' is a str; give a function"):
+        find_server_rate(example_system(), "Server", progress="yes")
