@@ -40,7 +40,7 @@ MLPerf Inference (MLCommons rules and LoadGen)
     TTFT runs to the first token and TPOT is ``(latency - TTFT) / (tokens - 1)``
     with the tokens the system under test reports; from a client, the first
     and the last content chunk. A run is judged by the 99th percentiles,
-    LoadGen style (no interpolation, :func:`inferlab.loadgen.loadgen_percentile`),
+    LoadGen style (no interpolation, :func:`inferlab.early_stopping.loadgen_percentile`),
     against the model's bounds (:func:`inferlab.loadgen.bounds`), and reports
     one number: tokens per second of the whole system, valid only if both
     p99 values are within their bounds. MLPerf has no per-user rate.
@@ -91,7 +91,8 @@ from pathlib import Path
 import numpy as np
 
 from inferlab import checks
-from inferlab.loadgen import LatencyBounds, loadgen_percentile
+from inferlab.early_stopping import loadgen_percentile
+from inferlab.loadgen import LatencyBounds
 from inferlab.tokenizers import get_tokenizer
 from inferlab.traces import RequestTrace, Trace
 

@@ -62,6 +62,7 @@ import numpy as np
 
 from inferlab import callable_module, checks, specs
 from inferlab.calibration import Stack, stack, stack_for, stacks
+from inferlab.early_stopping import loadgen_percentile
 from inferlab.feasibility import Infeasible, layout
 from inferlab.loadgen import (
     BENCHMARK_MODELS,
@@ -77,7 +78,6 @@ from inferlab.loadgen import (
     completed_share,
     dealt_in_turn,
     find_server_rate,
-    loadgen_percentile,
     mlperf_rules,
     run_scenario,
     server_trial,

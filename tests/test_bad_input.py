@@ -284,7 +284,7 @@ GOOD = {
     "path": lambda: None, "outdir": lambda: None, "test_settings": lambda: None,
     "engine.KVCache.batch": 1, "traffic.Requests.prompt_tokens": np.full(2, 8),
     "traffic.Requests.output_tokens": np.full(2, 4), "loadgen.QueryLog.output_tokens":
-        np.full(2, 4), "loadgen.binomial_cdf.n": 10, "bisection.least_integer.low": 0,
+        np.full(2, 4), "early_stopping.binomial_cdf.n": 10, "bisection.least_integer.low": 0,
     "bisection.least_integer.high": 8, "bisection.bisect.target": 1.5,
     "sentencepiece_bpe.SentencePieceBPE.tokens": ["a", "b", "ab"],
     "real_loadgen.Script.ttft_s": np.full(2, 0.1), "real_loadgen.Script.tpot_s":

@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from inferlab import early_stopping as es
 from inferlab import loadgen as lg
 from inferlab.simulator import MLPERF_LLAMA2_70B_BOUNDS
 
@@ -62,42 +63,42 @@ def test_bad_bounds_requests_raise(model, scenario, word):
 # ---- early stopping --------------------------------------------------------------------
 
 def test_no_slow_query_needs_459_queries_at_p99():
-    assert lg.min_passing_queries(0) == math.ceil(math.log(0.01) / math.log(0.99)) == 459
+    assert es.min_passing_queries(0) == math.ceil(math.log(0.01) / math.log(0.99)) == 459
 
 
 def test_single_stream_needs_64_queries_as_loadgen_prints():
     # LoadGen's Single-Stream summary: "Processed at least 64 queries" (p90, one slow query).
-    assert lg.min_queries_for_early_stopping(1, 0.90) == 64
+    assert es.min_queries_for_early_stopping(1, 0.90) == 64
 
 
 def test_multistream_p99_needs_662_queries_as_mlperf_conf_sets():
     # mlperf.conf: *.MultiStream.min_query_count = 662, the early-stopping minimum at p99.
-    assert lg.min_queries_for_early_stopping(1, 0.99) == 662
+    assert es.min_queries_for_early_stopping(1, 0.99) == 662
 
 
 def test_min_passing_is_the_smallest_h_below_one_percent():
     for t in (0, 1, 5, 40):
-        h = lg.min_passing_queries(t)
-        assert lg.early_stopping_odds(h, t, 0.99) < 0.01
-        assert lg.early_stopping_odds(h - 1, t, 0.99) >= 0.01
+        h = es.min_passing_queries(t)
+        assert es.early_stopping_odds(h, t, 0.99) < 0.01
+        assert es.early_stopping_odds(h - 1, t, 0.99) >= 0.01
 
 
 def test_needed_queries_grow_with_slow_queries():
-    needed = [lg.min_queries_for_early_stopping(t) for t in range(0, 60, 5)]
+    needed = [es.min_queries_for_early_stopping(t) for t in range(0, 60, 5)]
     assert all(b > a for a, b in zip(needed, needed[1:], strict=False))
     # Roughly t / 0.01 for many slow queries: the share must sit below 1 %.
-    assert lg.min_queries_for_early_stopping(200) > 200 / 0.01
+    assert es.min_queries_for_early_stopping(200) > 200 / 0.01
 
 
 def test_binomial_cdf_matches_the_direct_sum():
     n, q = 30, 0.2
     direct = sum(math.comb(n, x) * q**x * (1 - q) ** (n - x) for x in range(6))
-    assert lg.binomial_cdf(5, n, q) == pytest.approx(direct, rel=1e-12)
-    assert lg.binomial_cdf(30, 30, q) == 1.0
+    assert es.binomial_cdf(5, n, q) == pytest.approx(direct, rel=1e-12)
+    assert es.binomial_cdf(30, 30, q) == 1.0
 
 
 def test_early_stopping_counts_strictly_over_the_bound():
-    verdict = lg.early_stopping([1.0, 2.0, 2.0001], 2.0)
+    verdict = es.early_stopping([1.0, 2.0, 2.0001], 2.0)
     assert verdict.overlatency == 1
     assert not verdict.passed
     assert verdict.more_queries == verdict.needed - 3
@@ -105,24 +106,24 @@ def test_early_stopping_counts_strictly_over_the_bound():
 
 def test_early_stopping_estimate_discards_what_the_run_can_afford():
     latencies = np.arange(1, 101, dtype=float)  # 100 queries at p90
-    estimate, discarded = lg.early_stopping_estimate(latencies, 0.90)
+    estimate, discarded = es.early_stopping_estimate(latencies, 0.90)
     t = discarded + 1
-    assert lg.min_queries_for_early_stopping(t, 0.90) <= 100
-    assert lg.min_queries_for_early_stopping(t + 1, 0.90) > 100
+    assert es.min_queries_for_early_stopping(t, 0.90) <= 100
+    assert es.min_queries_for_early_stopping(t + 1, 0.90) > 100
     assert estimate == latencies[100 - t]
     with pytest.raises(ValueError, match="at least 64"):
-        lg.early_stopping_estimate(latencies[:63], 0.90)
+        es.early_stopping_estimate(latencies[:63], 0.90)
 
 
 @pytest.mark.parametrize("bad", [0, 1, -0.5, 1.5, True])
 def test_bad_percentile_raises(bad):
     with pytest.raises(ValueError, match="percentile"):
-        lg.min_passing_queries(0, bad)
+        es.min_passing_queries(0, bad)
 
 
 def test_negative_overlatency_raises():
     with pytest.raises(ValueError, match="overlatency"):
-        lg.min_passing_queries(-1)
+        es.min_passing_queries(-1)
 
 
 # ---- the verdicts on constructed runs ----------------------------------------------------
@@ -144,7 +145,7 @@ def test_meeting_the_p99_but_failing_early_stopping_is_invalid():
     assert not summary.valid
     ttft = summary.early_stopping("ttft")
     assert ttft.metric == "ttft" and ttft.overlatency == 3
-    assert ttft.more_queries == lg.min_queries_for_early_stopping(3) - 600
+    assert ttft.more_queries == es.min_queries_for_early_stopping(3) - 600
     assert any("early stopping on TTFT" in reason for reason in summary.reasons)
 
 
@@ -439,11 +440,11 @@ def test_single_stream_result_is_the_plain_p90_and_early_stopping_uses_tokens():
     log = lg.QueryLog(issued, issued + 0.1 * latency, issued + latency, np.full(n, 50))
     rules = lg.RunRules(min_duration_s=10.0)
     summary = lg.judge(log, "SingleStream", rules=rules)
-    assert summary.result == pytest.approx(lg.loadgen_percentile(latency, 0.90))
-    assert summary.result < lg.early_stopping_estimate(latency, 0.90)[0]
+    assert summary.result == pytest.approx(es.loadgen_percentile(latency, 0.90))
+    assert summary.result < es.early_stopping_estimate(latency, 0.90)[0]
     assert [verdict.metric for verdict in summary.early] == ["tpot", "ttft"]
     ttft = summary.early_stopping("ttft")
-    assert (ttft.estimate_s, ttft.discarded) == lg.early_stopping_estimate(log.ttft_s, 0.90)
+    assert (ttft.estimate_s, ttft.discarded) == es.early_stopping_estimate(log.ttft_s, 0.90)
     short = lg.judge(log.head(63), "SingleStream", rules=rules)
     assert not short.early_stopping_met and [v.metric for v in short.early] == ["tpot"]
 
