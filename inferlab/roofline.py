@@ -216,7 +216,8 @@ def attention_flop_per_pair(model: specs.ModelSpec, form: str = "prefill") -> fl
     Multi-head latent attention (DeepSeek-V3) is computed in two forms. ``"prefill"``
     decompresses keys and values and attends as ordinary heads do, with scores over the
     ``head_dim`` plus ``qk_rope_head_dim`` query dimensions. ``"decode"`` is the
-    *absorbed* form that decode kernels use (DeepSeek-V3 report, section 2.1.1; FlashMLA):
+    *absorbed* form that decode kernels use (the key and value up-projections folded
+    into the query and output ones, as the DeepSeek-V2 report notes; FlashMLA):
     each head's query meets the cached latent itself, ``kv_lora_rank + qk_rope_head_dim``
     wide for the score and ``kv_lora_rank`` for the values. It reads only the small cache
     but does about three times the arithmetic per pair, which makes MLA's decode

@@ -119,7 +119,10 @@ class Replica:
     replica without pipeline stages, one micro-batch's path through them with; see the
     module docstring), and so is :attr:`kv_capacity_tokens`; ``weight_bytes`` are the
     whole model's. The efficiencies, ``overlap``, ``step_overhead_s`` and
-    ``allreduce_latency_s`` are the software stack's.
+    ``allreduce_latency_s`` are the software stack's. ``attention_flop_per_pair`` is a
+    prompt's attention arithmetic per (query, cached token) pair and
+    ``decode_flop_per_pair`` decode's (``None``: the same); ``activation_bytes_per_token``
+    is what a token's activations move between kernels, over the lane's chips.
 
     Used in chapter 'Batching'.
     """
