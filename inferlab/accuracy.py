@@ -25,7 +25,8 @@ from inferlab import checks
 from inferlab.calibration import row_key, stack, stacks
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible
-from inferlab.loadgen import BENCHMARK_MODELS, SCENARIOS, mlperf_rules
+from inferlab.loadgen import mlperf_rules
+from inferlab.mlperf import BENCHMARK_MODELS, SCENARIOS
 from inferlab.predict import Prediction, predict
 
 #: The benchmarks no number of the model was fitted on, in the order they are scored.

@@ -41,7 +41,7 @@ MLPerf Inference (MLCommons rules and LoadGen)
     with the tokens the system under test reports; from a client, the first
     and the last content chunk. A run is judged by the 99th percentiles,
     LoadGen style (no interpolation, :func:`inferlab.early_stopping.loadgen_percentile`),
-    against the model's bounds (:func:`inferlab.loadgen.bounds`), and reports
+    against the model's bounds (:func:`inferlab.mlperf.bounds`), and reports
     one number: tokens per second of the whole system, valid only if both
     p99 values are within their bounds. MLPerf has no per-user rate.
 
@@ -92,7 +92,7 @@ import numpy as np
 
 from inferlab import checks
 from inferlab.early_stopping import loadgen_percentile
-from inferlab.loadgen import LatencyBounds
+from inferlab.mlperf import LatencyBounds
 from inferlab.tokenizers import get_tokenizer
 from inferlab.traces import RequestTrace, Trace
 
@@ -354,7 +354,7 @@ def mlperf_summary(requests: Sequence, duration_s: float,
 
     ``tokens_per_s`` is every reported token over ``duration_s``: the system's
     aggregate rate, the one number MLPerf publishes, and only for a valid run.
-    Given ``bounds`` (:func:`inferlab.loadgen.bounds`), ``valid`` is 1.0 when
+    Given ``bounds`` (:func:`inferlab.mlperf.bounds`), ``valid`` is 1.0 when
     both p99 values are within them and 0.0 otherwise; without, nan.
     """
     _check_nonempty(requests)

@@ -64,7 +64,6 @@ import math
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from functools import cache
-from types import MappingProxyType
 from typing import NamedTuple
 
 import numpy as np
@@ -79,7 +78,18 @@ from inferlab.early_stopping import (
     loadgen_percentile,
     single_stream_early_stopping,
 )
-from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
+from inferlab.mlperf import (
+    BOUNDED_SCENARIOS,
+    BOUNDS,
+    MLPERF_MIN_DURATION_S,
+    MLPERF_MIN_QUERIES,
+    OFFLINE_MIN_SAMPLES,
+    PERFORMANCE_SAMPLE_COUNT,
+    SCENARIOS,
+    TARGET_PERCENTILE,
+    LatencyBounds,
+    bounds,
+)
 from inferlab.simulator import (
     EXPLORER_OVERHEAD_S,
     MIN_SEARCH_RATE_PER_S,
@@ -90,65 +100,6 @@ from inferlab.simulator import (
 from inferlab.steptime import Replica, replica
 from inferlab.traffic import Requests
 from inferlab.workload import Workload
-
-#: LoadGen's scenarios as this module names them ("Interactive" is Server with tighter bounds).
-SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")
-
-#: Scenarios with a latency bound on every query.
-BOUNDED_SCENARIOS = ("Server", "Interactive")
-
-
-@dataclass(frozen=True)
-class LatencyBounds:
-    """The 99th-percentile bounds of one benchmark and scenario, in seconds.
-
-    Used in chapter 'Benchmark scenarios'.
-    """
-
-    ttft_s: float
-    tpot_s: float
-
-    @property
-    def per_user_tok_s(self) -> float:
-        """The token rate a user sees at exactly the TPOT bound, ``1 / tpot_s``."""
-        return 1.0 / self.tpot_s
-
-
-def _bounds(pairs: dict[str, tuple[float, float]]) -> MappingProxyType:
-    return MappingProxyType({name: LatencyBounds(*pair) for name, pair in pairs.items()})
-
-
-#: MLPerf Inference's p99 bounds per model and scenario, (TTFT, TPOT), from
-#: ``loadgen/mlperf.conf``: llama2-70b 2,000 / 200 ms and 450 / 40 ms; llama3.1-8b
-#: 2,000 / 100 and 500 / 30; llama3.1-405b 6,000 / 175 and 4,500 / 80; mixtral-8x7b
-#: 2,000 / 200 (Server only); deepseek-r1 2,000 / 80 and 1,500 / 15. The
-#: llama2-70b pair is the one :data:`inferlab.mlperf.MLPERF_LLAMA2_70B_BOUNDS`
-#: defines for the batching chapter, so there is one definition of it.
-BOUNDS = MappingProxyType({
-    "llama2-70b": _bounds(MLPERF_LLAMA2_70B_BOUNDS),
-    "llama3.1-8b": _bounds({"Server": (2.0, 0.100), "Interactive": (0.500, 0.030)}),
-    "llama3.1-405b": _bounds({"Server": (6.0, 0.175), "Interactive": (4.5, 0.080)}),
-    "mixtral-8x7b": _bounds({"Server": (2.0, 0.200)}),
-    "deepseek-r1": _bounds({"Server": (2.0, 0.080), "Interactive": (1.5, 0.015)}),
-})
-
-#: The model each MLPerf LLM benchmark serves, as ``data/models.csv`` names it.
-BENCHMARK_MODELS = MappingProxyType({
-    "llama2-70b": "Llama 2 70B", "llama3.1-8b": "Llama 3.1 8B",
-    "llama3.1-405b": "Llama 3.1 405B", "mixtral-8x7b": "Mixtral 8x7B",
-    "deepseek-r1": "DeepSeek-R1",
-})
-
-
-def benchmark_of(model_name: str) -> str | None:
-    """The MLPerf benchmark that serves the model called ``model_name``, ``None`` if none."""
-    return next((b for b, name in BENCHMARK_MODELS.items() if name == model_name), None)
-
-#: LoadGen's minimum run length for every scenario (``*.*.min_duration = 600000`` ms).
-MLPERF_MIN_DURATION_S = 600.0
-
-#: LoadGen's default minimum query count (``TestSettings.min_query_count``).
-MLPERF_MIN_QUERIES = 100
 
 #: The most queries a simulated run holds. It leaves room for the largest audited Offline
 #: run in ``data/`` (eight B200s on Llama 3.1 8B issue 726,000 samples to last 600 s) at
@@ -167,45 +118,6 @@ CEILING_SAMPLE = 10_000
 
 #: The longest minimum duration a run's rules may ask for, a day (144 times MLPerf's).
 MAX_DURATION_S = 86_400.0
-
-#: Offline's minimum sample count per model (``<model>.Offline.min_query_count``).
-OFFLINE_MIN_SAMPLES = MappingProxyType({
-    "llama2-70b": 24_576, "llama3.1-8b": 13_368, "llama3.1-405b": 8_313,
-    "mixtral-8x7b": 15_000, "deepseek-r1": 4_388,
-})
-
-#: The performance dataset of each benchmark, in samples
-#: (``<model>.*.performance_sample_count_override`` in ``mlperf.conf``): what equal-issue
-#: mode pads the query count to a multiple of.
-PERFORMANCE_SAMPLE_COUNT = MappingProxyType({
-    "llama2-70b": 24_576, "llama3.1-8b": 13_368, "llama3.1-405b": 8_313,
-    "mixtral-8x7b": 15_000, "deepseek-r1": 4_388,
-})
-
-#: The percentile each scenario targets — 90 for Single-Stream, 99 for Server and Interactive.
-TARGET_PERCENTILE = MappingProxyType({
-    "SingleStream": 0.90, "Offline": 0.90, "Server": 0.99, "Interactive": 0.99,
-})
-
-
-def bounds(model: str, scenario: str) -> LatencyBounds:
-    """The p99 TTFT and TPOT bounds of ``model`` (a key of :data:`BOUNDS`) in ``scenario``.
-
-    Raises ``ValueError`` naming the argument for an unknown model, or for a
-    scenario that has no bound (Offline, Single-Stream) or is unknown.
-
-    Used in chapter 'Benchmark scenarios'.
-    """
-    if model not in BOUNDS:
-        raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
-    checks.option("scenario", scenario, SCENARIOS)
-    if scenario not in BOUNDED_SCENARIOS:
-        raise ValueError(f"scenario: {scenario!r} has no latency bound; only "
-                         f"{' and '.join(BOUNDED_SCENARIOS)} do")
-    if scenario not in BOUNDS[model]:
-        raise ValueError(f"scenario: MLPerf's {model} benchmark has no {scenario} scenario; "
-                         f"give one of {', '.join(BOUNDS[model])}")
-    return BOUNDS[model][scenario]
 
 
 # --------------------------------------------------------------------------------------
@@ -369,7 +281,7 @@ class RunRules:
 def mlperf_rules(model: str = "llama2-70b", *, scale: float = 1.0) -> RunRules:
     """MLPerf's run rules for ``model``, with the duration and sample counts times ``scale``.
 
-    Equal issue is on, with the model's :data:`PERFORMANCE_SAMPLE_COUNT` as the
+    Equal issue is on, with the model's :data:`~inferlab.mlperf.PERFORMANCE_SAMPLE_COUNT` as the
     dataset (``mlperf.conf`` sets ``sample_concatenate_permutation = 1`` for every
     LLM benchmark here). ``scale`` in (0, 1] shortens runs for a page that must
     execute quickly: it multiplies the minimum duration, the Offline sample count
@@ -478,7 +390,7 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
 
     Checks, per scenario: minimum duration, minimum query (or sample) count,
     and for Server and Interactive the p99 TTFT and TPOT against
-    :func:`bounds` (or ``limit``, for a run with bounds of its own) and early
+    :func:`~inferlab.mlperf.bounds` (or ``limit``, for a run with bounds of its own) and early
     stopping on TPOT, then on TTFT if TPOT passed; for Single-Stream the same
     order of early-stopping tests at the 90th percentile, which ask only for
     enough queries. Every scenario uses token latencies, so a one-token answer
@@ -1024,8 +936,8 @@ def find_server_rate(system: System, scenario: str = "Server", *,
                      progress=None) -> ServerSearch:
     """Bisect for the highest Poisson rate whose run LoadGen would judge valid.
 
-    The p99 bounds are ``model``'s for ``scenario`` (:func:`bounds`), or ``limit``: a
-    service level of one's own, judged by the same rules.
+    The p99 bounds are ``model``'s for ``scenario`` (:func:`~inferlab.mlperf.bounds`), or
+    ``limit``: a service level of one's own, judged by the same rules.
 
     Between 0 and ``upper_rate_per_s``, ``iterations`` halvings. The default upper
     limit starts at 1.2 x :func:`offline_rate_per_s` and doubles for as long as a run

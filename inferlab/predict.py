@@ -65,16 +65,11 @@ from inferlab.calibration import Stack, stack, stack_for, stacks
 from inferlab.early_stopping import loadgen_percentile
 from inferlab.feasibility import Infeasible, layout
 from inferlab.loadgen import (
-    BENCHMARK_MODELS,
-    BOUNDS,
     MAX_RATE_PER_S,
     MIN_SEARCH_RATE_PER_S,
-    SCENARIOS,
-    LatencyBounds,
     QueryLog,
     RunRules,
     System,
-    benchmark_of,
     completed_share,
     dealt_in_turn,
     find_server_rate,
@@ -82,6 +77,7 @@ from inferlab.loadgen import (
     run_scenario,
     server_trial,
 )
+from inferlab.mlperf import BENCHMARK_MODELS, BOUNDS, SCENARIOS, LatencyBounds, benchmark_of
 from inferlab.simulator import simulate
 from inferlab.steptime import replica
 from inferlab.traffic import Requests
@@ -482,7 +478,7 @@ def replica_for(chip: specs.Chip, model: specs.ModelSpec, precision: str, stack:
 
 
 def _service_level(ttft_p99_s, tpot_p99_s, scenario: str) -> LatencyBounds | None:
-    """The caller's p99 bounds as one :class:`~inferlab.loadgen.LatencyBounds` (an absent
+    """The caller's p99 bounds as one :class:`~inferlab.mlperf.LatencyBounds` (an absent
     one unbounded), or ``None`` if neither is given."""
     if ttft_p99_s is None and tpot_p99_s is None:
         return None

@@ -289,7 +289,7 @@ GOOD = {
     "sentencepiece_bpe.SentencePieceBPE.tokens": ["a", "b", "ab"],
     "real_loadgen.Script.ttft_s": np.full(2, 0.1), "real_loadgen.Script.tpot_s":
         np.full(2, 0.01), "real_loadgen.Script.tokens": np.full(2, 4),
-    "traffic.Requests.arrival_s": np.array([0.0, 1.0]), "loadgen.bounds.model": "llama2-70b",
+    "traffic.Requests.arrival_s": np.array([0.0, 1.0]), "mlperf.bounds.model": "llama2-70b",
     "timing.rate_with_ttft_tok_per_s.output_tokens": 100,
     "explorers.name": "speed", "explorers.label": "speed (tok/s)", "explorers.minimum": 1.0,
     "explorers.maximum": 100.0, "explorers.step": 1.0, "explorers.base.Slider.default": 10.0,

@@ -430,7 +430,7 @@ def test_corrected_results_are_used_and_audit_states_are_honest():
 
 
 def test_each_latency_row_is_an_audited_bounded_result_within_its_bounds():
-    from inferlab.loadgen import bounds
+    from inferlab.mlperf import bounds
     results = load_table("mlperf_llama2_70b").set_index("id")
     latencies = load_table("mlperf_llama2_70b_latencies")
     assert set(latencies["id"]) <= set(results.index)

@@ -10,6 +10,7 @@ import pytest
 
 from inferlab import early_stopping as es
 from inferlab import loadgen as lg
+from inferlab import mlperf
 from inferlab.simulator import MLPERF_LLAMA2_70B_BOUNDS
 
 
@@ -30,25 +31,25 @@ def server_log(n, *, duration_s=700.0, ttft_s=0.5, tpot_s=0.05, tokens=100,
 # ---- the bounds table -------------------------------------------------------------------
 
 def test_bounds_are_the_rules_values():
-    assert lg.bounds("llama2-70b", "Server") == lg.LatencyBounds(2.0, 0.2)
-    assert lg.bounds("llama2-70b", "Interactive") == lg.LatencyBounds(0.45, 0.04)
-    assert lg.bounds("llama3.1-8b", "Server") == lg.LatencyBounds(2.0, 0.1)
-    assert lg.bounds("llama3.1-8b", "Interactive") == lg.LatencyBounds(0.5, 0.03)
-    assert lg.bounds("llama3.1-405b", "Server") == lg.LatencyBounds(6.0, 0.175)
-    assert lg.bounds("llama3.1-405b", "Interactive") == lg.LatencyBounds(4.5, 0.08)
+    assert mlperf.bounds("llama2-70b", "Server") == mlperf.LatencyBounds(2.0, 0.2)
+    assert mlperf.bounds("llama2-70b", "Interactive") == mlperf.LatencyBounds(0.45, 0.04)
+    assert mlperf.bounds("llama3.1-8b", "Server") == mlperf.LatencyBounds(2.0, 0.1)
+    assert mlperf.bounds("llama3.1-8b", "Interactive") == mlperf.LatencyBounds(0.5, 0.03)
+    assert mlperf.bounds("llama3.1-405b", "Server") == mlperf.LatencyBounds(6.0, 0.175)
+    assert mlperf.bounds("llama3.1-405b", "Interactive") == mlperf.LatencyBounds(4.5, 0.08)
 
 
 def test_llama2_bounds_have_one_definition():
     for scenario, pair in MLPERF_LLAMA2_70B_BOUNDS.items():
-        assert (lg.BOUNDS["llama2-70b"][scenario].ttft_s,
-                lg.BOUNDS["llama2-70b"][scenario].tpot_s) == pair
+        assert (mlperf.BOUNDS["llama2-70b"][scenario].ttft_s,
+                mlperf.BOUNDS["llama2-70b"][scenario].tpot_s) == pair
 
 
 def test_bounds_table_is_frozen():
     with pytest.raises(TypeError):
-        lg.BOUNDS["gpt-5"] = {}
+        mlperf.BOUNDS["gpt-5"] = {}
     with pytest.raises(TypeError):
-        lg.BOUNDS["llama2-70b"]["Server"] = lg.LatencyBounds(9, 9)
+        mlperf.BOUNDS["llama2-70b"]["Server"] = mlperf.LatencyBounds(9, 9)
 
 
 @pytest.mark.parametrize(("model", "scenario", "word"), [
@@ -57,7 +58,7 @@ def test_bounds_table_is_frozen():
 ])
 def test_bad_bounds_requests_raise(model, scenario, word):
     with pytest.raises(ValueError, match=word):
-        lg.bounds(model, scenario)
+        mlperf.bounds(model, scenario)
 
 
 # ---- early stopping --------------------------------------------------------------------
@@ -209,7 +210,7 @@ def test_tpot_is_mlperfs_definition():
     assert log.tpot_s == pytest.approx([(3.0 - 1.0) / 4, (2.0 - 1.0) / 2])
 
 
-@pytest.mark.parametrize("scenario", lg.SCENARIOS)
+@pytest.mark.parametrize("scenario", mlperf.SCENARIOS)
 def test_a_one_token_answer_is_an_error_not_a_tpot_of_zero(scenario):
     # LoadGen logs "Number of tokens need to be greater than 1" as a runtime error.
     log = lg.QueryLog([0.0, 0.0], [1.0, 1.0], [3.0, 1.0], [5, 1])
@@ -304,7 +305,7 @@ def test_a_trial_cut_short_is_one_the_full_run_judges_invalid(scenario):
         full = lg.run_scenario(system, scenario, rate_per_s=trial.rate_per_s, rules=SHORT)
         assert full.valid == trial.valid
         if trial.cut_short:
-            limit = lg.bounds("llama2-70b", scenario)
+            limit = mlperf.bounds("llama2-70b", scenario)
             assert full.ttft_p99_s > limit.ttft_s or full.tpot_p99_s > limit.tpot_s
             assert math.isnan(trial.ttft_p99_s) and math.isnan(trial.tpot_p99_s)
         else:
@@ -373,7 +374,7 @@ def test_query_mix_draws_are_prefix_consistent():
 
 def test_explorer_compute_judges_against_the_chosen_bounds():
     view = lg.server_explorer_compute(40.0, "Interactive")
-    assert view.limit == lg.bounds("llama2-70b", "Interactive")
+    assert view.limit == mlperf.bounds("llama2-70b", "Interactive")
     assert view.summary.valid
     with pytest.raises(ValueError, match="scenario"):
         lg.server_explorer_compute(40.0, "Offline")

@@ -13,7 +13,8 @@ import sys
 
 import pytest
 
-from inferlab.loadgen import RunRules, bounds, mlperf_rules
+from inferlab.loadgen import RunRules, mlperf_rules
+from inferlab.mlperf import bounds
 from inferlab.predict import predict
 from inferlab.workload import Workload
 

@@ -21,6 +21,7 @@ import pytest
 
 from inferlab import early_stopping as es
 from inferlab import loadgen as lg
+from inferlab import mlperf
 
 real = pytest.importorskip("mlperf_loadgen")
 from inferlab import real_loadgen as rl  # noqa: E402  (needs the package above)
@@ -66,7 +67,7 @@ def ours(run, kwargs):
     rules = lg.RunRules(min_duration_s=kwargs["min_duration_s"],
                         min_queries=kwargs.get("min_queries", 100),
                         equal_issue=kwargs.get("equal_issue", True), dataset_samples=DATASET)
-    limit = lg.LatencyBounds(kwargs["ttft_bound_s"], kwargs["tpot_bound_s"])
+    limit = mlperf.LatencyBounds(kwargs["ttft_bound_s"], kwargs["tpot_bound_s"])
     return lg.judge(run.log, run.scenario, rules=rules, limit=limit), rules
 
 

@@ -8,7 +8,7 @@ the text reads the Server sweep: 120 queries per second under the Server bounds.
 
 from __future__ import annotations
 
-from inferlab import loadgen
+from inferlab import loadgen, mlperf
 from inferlab.colors import KIND_COLORS
 from inferlab.explorers.base import Choice, Explorer, Slider, register
 from inferlab.explorers.marks import badge, distribution
@@ -103,7 +103,7 @@ def server_explorer() -> Explorer:
             Slider("rate_per_s", "target rate (queries per second)", 5.0, 150.0, 2.5,
                    default=120.0, grid=(20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0),
                    glued="scen_sweep_rate"),
-            Choice("scenario", "scenario (its latency bounds)", loadgen.BOUNDED_SCENARIOS,
+            Choice("scenario", "scenario (its latency bounds)", mlperf.BOUNDED_SCENARIOS,
                    default="Server"),
         ),
     )
