@@ -22,9 +22,10 @@ workload: the layout that holds the model (:mod:`inferlab.feasibility`, which
 refuses what does not fit), the batch-1 decode bounds of that layout
 (:func:`inferlab.parallel.chip_spread`: the ideal tensor-parallel split inside
 one scale-up domain for HBM nodes; for SRAM chips, the range between a pipeline
-and an ideal split over every chip), the cost of recompiling fixed shapes,
-padding waste for a prompt-length distribution, and the latency spread of a
-runtime-scheduled against a fixed-shape server (:mod:`inferlab.simulator`).
+and an ideal split over every chip), the cost of recompiling fixed shapes and the
+padding waste of a prompt-length distribution (:mod:`inferlab.fixed_shapes`), and the
+latency spread of a runtime-scheduled against a fixed-shape server
+(:mod:`inferlab.simulator`).
 :func:`decide` turns them into the families that fit, each reason carrying its
 number; :func:`check_leaderboard` checks a published speed table row by row.
 
@@ -49,6 +50,7 @@ from inferlab.capacity import (
 )
 from inferlab.data import load_table
 from inferlab.feasibility import Infeasible, Layout, fewest_chips, layout
+from inferlab.fixed_shapes import COMPILE_S_PER_SHAPE, padding_waste, recompile_cost
 from inferlab.parallel import ChipSpread, chip_spread
 from inferlab.simulator import (
     EXPLORER_OUTPUT_MEAN,
@@ -104,11 +106,6 @@ SPLIT: dict[str, str] = {"gpu": "tensor", "fixed-function": "tensor", "lpu": "pi
 NEEDS_COMPILE: dict[str, bool] = {"gpu": False, "fixed-function": True, "lpu": True,
                                   "dataflow": True}
 
-#: Minutes to compile one shape (one prompt bucket or one batch size) of a large model.
-#: An ASSUMPTION for the book's sweeps, not a measurement: replace it with your own
-#: compiler logs. The conclusions are stated as a function of it.
-COMPILE_S_PER_SHAPE = 5 * 60.0
-
 #: Share of a month a fleet may spend recompiling before the guide says the change
 #: rate is too high for a fixed-shape family (an assumption, 1 %).
 MAX_COMPILE_FRACTION = 0.01
@@ -118,11 +115,6 @@ MAX_COMPILE_FRACTION = 0.01
 #: loses it).
 MIN_NODE_UTILISATION = 0.5
 
-#: The most buckets :func:`power_of_two_buckets` gives: at :data:`COMPILE_S_PER_SHAPE`
-#: each, 4,096 shapes take two weeks to compile, more than any deployment would.
-MAX_BUCKETS = 4096
-
-MONTH_S = 30 * 86400.0
 DAY_S = 86400.0
 
 #: Groq's claim of deterministic latency, taken as a p99/p50 ratio of 1 (reported, not
@@ -242,128 +234,6 @@ def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp
     return FamilyFloor(family, hw.name, precision, weight_bytes(spec.params_total, precision),
                        hold, held, chip_spread(spec, hw, precision, chips=used,
                                    reserve_fraction=ACTIVATION_RESERVE_FRACTION))
-
-
-# --------------------------------------------------------------------------------------
-# What fixed shapes cost: recompilation and padding
-# --------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class RecompileCost:
-    """The compile time a change rate costs a fixed-shape deployment, per month."""
-
-    changes_per_month: float
-    shapes: int
-    compile_s_per_change: float
-
-    @property
-    def compile_s_per_month(self) -> float:
-        """Seconds of compiling per month — changes x shapes x seconds per shape."""
-        return self.changes_per_month * self.compile_s_per_change
-
-    @property
-    def fraction_of_month(self) -> float:
-        """Compile time as a share of a 30-day month."""
-        return self.compile_s_per_month / MONTH_S
-
-
-def compiled_shapes(shapes: FixedShape) -> int:
-    """Graphs a fixed-shape server compiles: one per prompt bucket plus one per batch size.
-
-    Assumption: prefill is compiled per prompt bucket and decode per batch size, as
-    AWS Neuron's bucketing does; a compiler that compiles every (prompt, batch) pair
-    would need the product instead.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    return len(shapes.prompt_buckets) + len(shapes.batch_buckets)
-
-
-def recompile_cost(changes_per_month: float, shapes: FixedShape | None = None,
-                   compile_s_per_shape: float = COMPILE_S_PER_SHAPE) -> RecompileCost:
-    """Compile time per month for ``changes_per_month`` changes of model, precision or shapes.
-
-    Formula: ``changes x compiled_shapes(shapes) x compile_s_per_shape``. Every change
-    of model, of number format or of the shape set invalidates every compiled graph.
-    ``compile_s_per_shape`` defaults to :data:`COMPILE_S_PER_SHAPE`, an assumption. A
-    GPU serving stack has no such step (its cost is 0).
-
-    Used in chapter 'Choosing hardware'.
-    """
-    changes = checks.non_negative("changes_per_month", changes_per_month)
-    per_shape = checks.non_negative("compile_s_per_shape", compile_s_per_shape)
-    shapes = shapes or FixedShape()
-    count = compiled_shapes(shapes)
-    return RecompileCost(changes, count, count * per_shape)
-
-
-@dataclass(frozen=True)
-class PaddingWaste:
-    """Prompt tokens asked for against prompt tokens computed after padding to buckets."""
-
-    buckets: tuple[int, ...]
-    requested_tokens: int
-    computed_tokens: int
-
-    @property
-    def fraction(self) -> float:
-        """Share of the computed prefill tokens that are padding."""
-        return 1.0 - self.requested_tokens / self.computed_tokens
-
-
-def padding_waste(prompt: Lengths | np.ndarray, buckets=(128, 256, 512, 1024, 2048), *,
-                  n: int = 20_000, seed: int = 0) -> PaddingWaste:
-    """Padding waste of a prompt-length distribution on compiled prompt ``buckets``.
-
-    ``prompt`` is a :class:`inferlab.traffic.Lengths` (``n`` lengths are drawn with
-    ``seed``) or an array of lengths. Each prompt is padded up to the next bucket
-    (:meth:`inferlab.scheduler.FixedShape.pad_prompt`); the waste is
-    ``1 - sum(lengths) / sum(padded)``. A prompt above the largest bucket raises
-    ``ValueError``. Decode-batch padding is not counted here; the simulator counts it.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    shapes = FixedShape(prompt_buckets=tuple(checks.wholes("buckets", buckets, increasing=True)))
-    if isinstance(prompt, Lengths):
-        count = checks.whole("n", n, maximum=checks.MAX_ITEMS)
-        lengths = prompt.sample(count, np.random.default_rng(checks.seed("seed", seed)))
-    else:
-        lengths = checks.wholes("prompt", prompt)
-        if lengths.ndim != 1:
-            raise ValueError("prompt: give a 1-D array of lengths >= 1")
-    top = shapes.prompt_buckets[-1]
-    if lengths.max() > top:
-        raise ValueError(f"prompt: a length of {int(lengths.max())} exceeds the largest bucket "
-                         f"({top}); add a bucket or cap the lengths")
-    index = np.searchsorted(np.asarray(shapes.prompt_buckets), lengths, side="left")
-    padded = np.asarray(shapes.prompt_buckets)[index]
-    return PaddingWaste(shapes.prompt_buckets, int(lengths.sum()), int(padded.sum()))
-
-
-def power_of_two_buckets(smallest: int, largest: int, per_octave: int = 1) -> tuple[int, ...]:
-    """Buckets from ``smallest`` to ``largest``, ``per_octave`` of them per doubling.
-
-    ``per_octave=1`` gives 128, 256, 512, ...; ``per_octave=2`` adds the geometric
-    midpoints. More buckets waste less padding and cost more compiles.
-
-    At most :data:`MAX_BUCKETS` buckets.
-
-    Used in chapter 'Choosing hardware'.
-    """
-    smallest = checks.whole("smallest", smallest)
-    largest = checks.whole("largest", largest)
-    per_octave = checks.whole("per_octave", per_octave)
-    if largest < smallest:
-        raise ValueError(f"largest: {largest} is below smallest ({smallest})")
-    octaves = math.log2(largest / smallest)
-    steps = max(1, math.ceil(octaves * per_octave))
-    if steps > MAX_BUCKETS:
-        raise ValueError(f"per_octave: {per_octave:,} per octave from {smallest:,} to "
-                         f"{largest:,} is {steps:,} buckets; at most {MAX_BUCKETS:,} allowed")
-    values = np.unique(np.rint(smallest * 2 ** (np.arange(steps + 1) / per_octave)).astype(int))
-    values = values[values < largest]
-    return tuple(int(v) for v in values) + (int(largest),)
 
 
 # --------------------------------------------------------------------------------------
@@ -636,7 +506,7 @@ def _compile(requirements: Requirements) -> Reason:
     return Reason(f"recompiling {cost.shapes} shapes {requirements.changes_per_month:g} times a "
                   f"month (at an assumed {COMPILE_S_PER_SHAPE / 60:g} min per shape) within "
                   f"{MAX_COMPILE_FRACTION:.0%} of the month", cost.fraction_of_month,
-                  "of the month", "choosing.recompile_cost",
+                  "of the month", "fixed_shapes.recompile_cost",
                   cost.fraction_of_month <= MAX_COMPILE_FRACTION,
                   label=f"compiling takes {cost.fraction_of_month:.1%} of the month")
 
@@ -658,7 +528,7 @@ def decide(requirements: Requirements | None = None, **values) -> Decision:
       deterministic latency; dataflow: no figure, so a tail bound below the GPU's
       modelled spread rules it out until you measure it;
     - families that compile ahead of time: recompiling on every change costs at most
-      :data:`MAX_COMPILE_FRACTION` of the month (:func:`recompile_cost`);
+      :data:`MAX_COMPILE_FRACTION` of the month (:func:`~inferlab.fixed_shapes.recompile_cost`);
     - fixed-shape: the volume fills at least :data:`MIN_NODE_UTILISATION` of one
       node's daily capacity (:func:`node_daily_tokens`), else its cost-per-token
       advantage is idle; padding waste for the prompt distribution is reported;
@@ -715,7 +585,7 @@ def decide(requirements: Requirements | None = None, **values) -> Decision:
                              min(prompt.max_tokens or top, top))
             waste = padding_waste(capped, SIM_FIXED_SHAPE.prompt_buckets, n=4000)
             reasons.append(Reason("prefill tokens computed as padding (a cost, not a rule)",
-                                  waste.fraction, "of prefill", "choosing.padding_waste", True,
+                                  waste.fraction, "of prefill", "fixed_shapes.padding_waste", True,
                                   label=f"{waste.fraction:.0%} of prefill is padding"))
         if family in ("lpu", "dataflow"):
             faster = need > gpu_attainable

@@ -18,11 +18,9 @@ from inferlab.choosing import (
     decide,
     family_floor,
     latency_spread,
-    padding_waste,
-    power_of_two_buckets,
-    recompile_cost,
 )
 from inferlab.feasibility import Infeasible, fewest_chips
+from inferlab.fixed_shapes import padding_waste, power_of_two_buckets, recompile_cost
 from inferlab.roofline import flop_per_token, params_read
 from inferlab.simulator import FixedShape
 from inferlab.traffic import Lengths
