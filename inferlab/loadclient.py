@@ -269,8 +269,8 @@ def run_load(base_url: str, model: str, spec: LoadSpec | None = None, *,
     thread.start()
     deadline = time.monotonic() + spec.duration_s + spec.timeout_s + 30.0
     # The bar is drawn from this thread, which owns the notebook output, not from the run's loop.
-    bar = checks.shown("progress", progress, range(spec.requests), label="Requests answered")
-    with closing(iter(bar)) as ticks:
+    with closing(checks.shown("progress", progress, range(spec.requests),
+                              label="Requests answered")) as ticks:
         shown = 0
         while thread.is_alive() and time.monotonic() < deadline:
             thread.join(min(0.25, max(0.0, deadline - time.monotonic())))

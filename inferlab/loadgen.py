@@ -979,8 +979,8 @@ def find_server_rate(system: System, scenario: str = "Server", *,
             if given else 1.2 * offline_rate_per_s(system, workload, rules))
     endless_queue = limit is not None and not math.isfinite(limit.ttft_s)
     trials = []
-    ticks = iter(checks.shown("progress", progress, range(iterations),
-                              label=f"{scenario} rate search, trials"))
+    ticks = checks.shown("progress", progress, range(iterations),
+                         label=f"{scenario} rate search, trials")
 
     def trial(rate: float) -> tuple[bool, Summary | None]:
         next(ticks, None)

@@ -35,10 +35,6 @@ LLAMA2_70B_MEAN_PROMPT_TOKENS = 222
 #: answers are published only as this mean, not sample by sample.
 LLAMA2_70B_MEAN_OUTPUT_TOKENS = 294
 
-#: The per-user rate each bound guarantees to 99 % of requests, one over its TPOT bound.
-MLPERF_PER_USER_TOK_S = MappingProxyType({
-    name: 1.0 / tpot_s for name, (_, tpot_s) in MLPERF_LLAMA2_70B_BOUNDS.items()})
-
 
 #: LoadGen's scenarios as the book names them ("Interactive" is Server with tighter bounds).
 SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")
@@ -81,6 +77,11 @@ BOUNDS = MappingProxyType({
     "deepseek-r1": _bounds({"Server": (2.0, 0.080), "Interactive": (1.5, 0.015)}),
 })
 
+#: The per-user rate each Llama 2 70B bound guarantees to 99 % of requests, one over its
+#: TPOT bound.
+MLPERF_PER_USER_TOK_S = MappingProxyType({
+    name: limit.per_user_tok_s for name, limit in BOUNDS["llama2-70b"].items()})
+
 #: The model each MLPerf LLM benchmark serves, as ``data/models.csv`` names it.
 BENCHMARK_MODELS = MappingProxyType({
     "llama2-70b": "Llama 2 70B", "llama3.1-8b": "Llama 3.1 8B",
@@ -92,6 +93,7 @@ BENCHMARK_MODELS = MappingProxyType({
 def benchmark_of(model_name: str) -> str | None:
     """The MLPerf benchmark that serves the model called ``model_name``, ``None`` if none."""
     return next((b for b, name in BENCHMARK_MODELS.items() if name == model_name), None)
+
 
 #: LoadGen's minimum run length for every scenario (``*.*.min_duration = 600000`` ms).
 MLPERF_MIN_DURATION_S = 600.0
