@@ -8,7 +8,7 @@ Printed: one line per cell that took longer than ``--over`` seconds,
 
     cell chapter=NAME index=I seconds=S progress=yes|no first_line=...
 
-where ``progress`` says whether the cell's source uses :func:`inferlab.progress.progress`,
+where ``progress`` says whether the cell's source uses :func:`inferlab.pages.progress.progress`,
 and last, per chapter, ``chapter=NAME total_seconds=T long_cells=N without_progress=M``.
 A long cell without a progress bar leaves the reader of the notebook staring at a
 busy kernel (issue 15).

@@ -2,12 +2,12 @@
 
     python benchmarks/endpoint.py [--size small] [--rounds 5] [--tokens 64] [--prompt 64]
 
-Builds one engine and serves it with :class:`inferlab.server.LabServer` on
+Builds one engine and serves it with :class:`inferlab.lab.server.LabServer` on
 127.0.0.1. Each round first times ``--tokens`` in-process decode steps
 (``engine.decode_step`` plus the greedy pick, after a ``--prompt``-token
 prefill: the loop the server's worker runs at concurrency 1) and takes their
 median; then sends one streamed request of the same prompt length and
-``--tokens`` output tokens through :func:`inferlab.loadclient.run_load` at
+``--tokens`` output tokens through :func:`inferlab.lab.loadclient.run_load` at
 concurrency 1 and takes its time per output token,
 ``(e2e - TTFT) / (tokens - 1)``. The overhead of a round is
 ``server TPOT / engine step - 1``: scheduling, detokenization, JSON, SSE and
@@ -27,10 +27,10 @@ import time
 
 import numpy as np
 
-from inferlab.endpoint_metrics import tpot_s
-from inferlab.engine import Engine, EngineConfig, greedy
-from inferlab.loadclient import LoadSpec, run_load
-from inferlab.server import LabServer, ServerConfig
+from inferlab.lab.endpoint_metrics import tpot_s
+from inferlab.lab.engine import Engine, EngineConfig, greedy
+from inferlab.lab.loadclient import LoadSpec, run_load
+from inferlab.lab.server import LabServer, ServerConfig
 
 TARGET = 0.15
 

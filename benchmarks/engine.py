@@ -29,9 +29,9 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from inferlab.engine import SIZES, Engine, available_memory_bytes, estimate
-from inferlab.machine import blas_threads, last_level_cache, probe_bandwidth, probe_matmul
-from inferlab.measure import decode_step_times, ttft_by_prompt_length
+from inferlab.lab.engine import SIZES, Engine, available_memory_bytes, estimate
+from inferlab.lab.machine import blas_threads, last_level_cache, probe_bandwidth, probe_matmul
+from inferlab.lab.measure import decode_step_times, ttft_by_prompt_length
 
 MIB = 2**20
 CACHE_MULTIPLE = 4

@@ -4,7 +4,7 @@
                                    [--site _build/html]
 
 For each chapter (by default every chapter with an explorer registered in
-``inferlab.explorers``) it starts JupyterLab on a free port, opens a copy of the chapter
+``inferlab.pages.explorers``) it starts JupyterLab on a free port, opens a copy of the chapter
 as a notebook in headless Chromium (the system one), runs every cell, then moves each
 control of each explorer ``--moves`` times: a slider one step right and back, a menu to
 its next option (a move that leaves the figure as it was, say between fp8 and int8,
@@ -19,7 +19,7 @@ that value chosen. Each redraw is timed from the input event to the chart's last
 ``first_ms`` is the median over controls of each one's first move, to a value the
 kernel has not computed before: a simulation explorer remembers the values it has run
 and, after a move, computes the neighbouring ones in the background
-(``inferlab.explorers.prefetch``), so its later moves back and forth are lookups. For
+(``inferlab.pages.explorers.prefetch``), so its later moves back and forth are lookups. For
 such an explorer each slider also walks ``--moves`` steps in one direction, each to a
 value never shown, waiting for the chart to settle in between: ``walk_ms`` (per control,
 ``walk_median_ms``) is what a reader stepping along it meets. A control the site fixes
@@ -46,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import jupyterlab_driver as lab  # noqa: E402
 
-from inferlab.explorers import Choice, Text, registered_explorers  # noqa: E402
+from inferlab.pages.explorers import Choice, Text, registered_explorers  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What is typed into a text box, one key a move: a word more at a time.
@@ -103,7 +103,7 @@ def control_moves(page, name: str, control, moves: int, busy) -> list[float]:
 
 def walk_moves(page, name: str, control, moves: int, busy) -> list[float]:
     """Redraw times of ``moves`` steps of a slider in one direction, each to a value not
-    shown before: what a simulation explorer's prefetch (``inferlab.explorers.prefetch``)
+    shown before: what a simulation explorer's prefetch (``inferlab.pages.explorers.prefetch``)
     is for. Each step waits for the chart to settle, as a reader pausing on it would."""
     times: list[float] = []
     key = "ArrowRight"

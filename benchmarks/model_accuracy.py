@@ -3,7 +3,7 @@
     python benchmarks/model_accuracy.py [--benchmark NAME ...] [--rules fit|mlperf]
                                         [--stack NAME ...]
 
-Each audited row whose software the book models (:data:`inferlab.calibration.STACK_OF`)
+Each audited row whose software the book models (:data:`inferlab.serving.calibration.STACK_OF`)
 and whose accelerator is in ``data/hardware.csv`` is grouped with the rows it cannot be
 told apart from (same accelerator, count, weight format, scenario and stack: several
 submitters run the same eight GPUs). Each group is predicted once with
@@ -40,11 +40,11 @@ import statistics
 import time
 
 from inferlab.accuracy import HELD_OUT, median_abs_error, row_groups, score
-from inferlab.calibration import bound_share, scenario_pairs, stack, stacks
-from inferlab.data import load_table
-from inferlab.feasibility import Infeasible
-from inferlab.loadgen import mlperf_rules
+from inferlab.common.data import load_table
+from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, predict
+from inferlab.serving.calibration import bound_share, scenario_pairs, stack, stacks
+from inferlab.serving.loadgen import mlperf_rules
 
 #: The target for every Server-to-Interactive drop, as a fraction (8 percentage points).
 DROP_TARGET = 0.08

@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from inferlab.benchmark.workload import Workload
 from inferlab.predict import predict
-from inferlab.workload import Workload
 
 #: The configurations timed: (chip, chips, model, precision).
 CONFIGURATIONS = (

@@ -13,7 +13,7 @@ the last line exactly as
     requests_per_second_simulated=R
 
 (target: at least 100,000 on the book's 2-core machine, with the four-term step
-model of :mod:`inferlab.steptime`). The line before it is
+model of :mod:`inferlab.model.steptime`). The line before it is
 
     server_search_seconds=S
 
@@ -27,9 +27,9 @@ import argparse
 import statistics
 import time
 
-from inferlab.simulator import Scheduler, offline_throughput, simulate
-from inferlab.steptime import replica
-from inferlab.traffic import Lengths, make_requests
+from inferlab.benchmark.traffic import Lengths, make_requests
+from inferlab.model.steptime import replica
+from inferlab.serving.simulator import Scheduler, offline_throughput, simulate
 
 LOAD = 0.9
 PROMPT = Lengths(300, cv=1.0, min_tokens=1, max_tokens=1024)
@@ -60,7 +60,7 @@ def server_search_seconds(args) -> str:
     """Median wall-clock seconds over ``--repeats`` of one LoadGen Server-rate search for the
     scenarios chapter's example system (Llama 2 70B on 8x H200, MLPerf's full run rules with
     equal issue, its Offline-rate probe included)."""
-    from inferlab.loadgen import example_system, find_server_rate
+    from inferlab.serving.loadgen import example_system, find_server_rate
 
     times = []
     for _ in range(args.repeats):

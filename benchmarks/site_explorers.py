@@ -92,7 +92,7 @@ def main() -> int:
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
-    from inferlab.explorers import registered_explorers
+    from inferlab.pages.explorers import registered_explorers
 
     explorers = registered_explorers()
     if args.explorer not in explorers:

@@ -1,4 +1,4 @@
-"""Does ``inferlab.tokenizers`` cost anything over calling the tokenizer directly?
+"""Does ``inferlab.tokens.tokenizers`` cost anything over calling the tokenizer directly?
 
 Counts tokens with ``get_tokenizer(name).count(text)`` and with the library the
 interface wraps, called directly, and prints one line per tokenizer and text::
@@ -42,10 +42,10 @@ from pathlib import Path
 
 import tiktoken
 
-# Importing inferlab (here via inferlab.tokenizers) sets TIKTOKEN_CACHE_DIR, so the
+# Importing inferlab (here via inferlab.tokens.tokenizers) sets TIKTOKEN_CACHE_DIR, so the
 # tiktoken.get_encoding calls below read the bundled files.
-from inferlab import sentencepiece_bpe
-from inferlab.tokenizers import available_tokenizers, get_tokenizer, llama3_encoding
+from inferlab.tokens import sentencepiece_bpe
+from inferlab.tokens.tokenizers import available_tokenizers, get_tokenizer, llama3_encoding
 
 TEXTS_DIR = Path(__file__).resolve().parent.parent / "data" / "texts"
 UNIQUE_BYTES = 1_000_000

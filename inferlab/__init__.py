@@ -1,5 +1,22 @@
 """inferlab: the helper package of the course on LLM inference speed.
 
+Its folders are its layers, each importing only the ones above it in this list:
+
+- ``common``: argument checks, the data tables, bisection.
+- ``benchmark``: what a system is asked to do: MLPerf's definitions and early stopping,
+  arrival processes, workloads, and the traces of real benchmark tools.
+- ``model`` and ``tokens``: how long one step of a model takes on a chip (specs,
+  capacity, feasibility, roofline, parallelism, the step time); and how text becomes
+  tokens (the tokenizers and their counts).
+- ``serving`` and ``lab``: a serving engine modelled (scheduler, simulator, fitted
+  stacks, LoadGen's scenarios) and one measured on the reader's own machine (the NumPy
+  engine, the server, the load client, endpoint metrics).
+- ``predict``, ``plan``, ``choosing`` and ``accuracy``: the questions a reader asks of the
+  model, at the top of the package: what will this system do, what should I deploy, and
+  how well does the model answer on results it never saw.
+- ``pages``: the book's presentation: figures, charts, glue, progress bars, the
+  explorers.
+
 Importing it makes tiktoken work with no network: the four OpenAI encodings
 ship with the package (see ``scripts/build_tiktoken_cache.py``) and tiktoken is
 pointed at them through ``TIKTOKEN_CACHE_DIR``, unless you set that yourself.
@@ -8,7 +25,7 @@ pointed at them through ``TIKTOKEN_CACHE_DIR``, unless you set that yourself.
 import os
 from pathlib import Path
 
-TIKTOKEN_CACHE_DIR = Path(__file__).resolve().parent / "tiktoken_cache"
+TIKTOKEN_CACHE_DIR = Path(__file__).resolve().parent / "tokens" / "tiktoken_cache"
 
 # setdefault: a reader who keeps their own tiktoken cache keeps using it.
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(TIKTOKEN_CACHE_DIR))
@@ -36,13 +53,18 @@ def callable_module(name: str, function) -> None:
     sys.modules[name].__class__ = CallableModule
 
 
-def __getattr__(name: str):
-    """Import a submodule on first use, so that ``import inferlab`` then
-    ``inferlab.predict(...)`` (the predictor, callable) or ``inferlab.workload.Workload``
-    work without importing every module at start-up."""
+def submodule(package: str, name: str):
+    """The submodule ``name`` of ``package``, imported on first use, so that ``import
+    inferlab`` then ``inferlab.predict(...)`` (the predictor, callable) or
+    ``inferlab.benchmark.workload.Workload`` work without importing every module at
+    start-up. Each subpackage's ``__getattr__`` calls it."""
     import importlib
     import importlib.util
 
-    if importlib.util.find_spec(f"{__name__}.{name}") is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(f"{__name__}.{name}")
+    if importlib.util.find_spec(f"{package}.{name}") is None:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    return importlib.import_module(f"{package}.{name}")
+
+
+def __getattr__(name: str):
+    return submodule(__name__, name)

@@ -2,7 +2,7 @@
 
 Several submitters often run the same configuration (eight H200s, the same stack, the same
 format and scenario). The model cannot tell their rows apart, so it predicts each such
-*group* once (:func:`inferlab.calibration.row_key`) and compares the prediction with the
+*group* once (:func:`inferlab.serving.calibration.row_key`) and compares the prediction with the
 median of the group's reported results: a configuration many vendors submitted counts
 once. A group holding a row a stack was fitted on is *fitted*; every other group, and every
 group of a benchmark other than Llama 2 70B, is *held out*.
@@ -10,7 +10,7 @@ group of a benchmark other than Llama 2 70B, is *held out*.
 Llama 2 70B's rows are ``data/mlperf_llama2_70b.csv``; the other LLM benchmarks' rows
 (Llama 3.1 8B, Llama 3.1 405B, Mixtral 8x7B, DeepSeek-R1) are
 ``data/mlperf_llm_results.csv``. Each benchmark is predicted on its own data set
-(:meth:`inferlab.workload.Workload.dataset`) under MLPerf's rules for it, or a scaled copy
+(:meth:`inferlab.benchmark.workload.Workload.dataset`) under MLPerf's rules for it, or a scaled copy
 of them for a page that must build quickly.
 
 Used by ``benchmarks/model_accuracy.py`` and chapter 'Batching'.
@@ -21,13 +21,13 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from inferlab import checks
-from inferlab.calibration import row_key, stack, stacks
-from inferlab.data import load_table
-from inferlab.feasibility import Infeasible
-from inferlab.loadgen import mlperf_rules
-from inferlab.mlperf import BENCHMARK_MODELS, SCENARIOS
+from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS
+from inferlab.common import checks
+from inferlab.common.data import load_table
+from inferlab.model.feasibility import Infeasible
 from inferlab.predict import Prediction, predict
+from inferlab.serving.calibration import row_key, stack, stacks
+from inferlab.serving.loadgen import mlperf_rules
 
 #: The benchmarks no number of the model was fitted on, in the order they are scored.
 HELD_OUT = ("llama3.1-8b", "llama3.1-405b", "mixtral-8x7b", "deepseek-r1")
@@ -81,7 +81,7 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
           on_group=None) -> tuple[list[Scored], list[tuple[str, str]]]:
     """Predict every group of ``benchmark`` in ``scenarios`` and pair it with its median.
 
-    ``scale`` shortens MLPerf's runs (:func:`inferlab.loadgen.mlperf_rules`);
+    ``scale`` shortens MLPerf's runs (:func:`inferlab.serving.loadgen.mlperf_rules`);
     ``stack_names`` keeps only those stacks' groups. ``on_group``, if given, sees each
     :class:`Scored` as it is computed (a benchmark prints it). Returns the scored groups
     and the skipped rows with their reasons, a refused prediction among them.

@@ -18,14 +18,14 @@ Four families of inference hardware, each with a reference chip from
   so the family is computed with it.
 
 The functions compute what each family does well and what it gives up, for a
-workload: the layout that holds the model (:mod:`inferlab.feasibility`, which
+workload: the layout that holds the model (:mod:`inferlab.model.feasibility`, which
 refuses what does not fit), the batch-1 decode bounds of that layout
-(:func:`inferlab.parallel.chip_spread`: the ideal tensor-parallel split inside
+(:func:`inferlab.model.parallel.chip_spread`: the ideal tensor-parallel split inside
 one scale-up domain for HBM nodes; for SRAM chips, the range between a pipeline
 and an ideal split over every chip), the cost of recompiling fixed shapes and the
-padding waste of a prompt-length distribution (:mod:`inferlab.fixed_shapes`), and the
+padding waste of a prompt-length distribution (:mod:`inferlab.serving.fixed_shapes`), and the
 latency spread of a runtime-scheduled against a fixed-shape server
-(:mod:`inferlab.simulator`).
+(:mod:`inferlab.serving.simulator`).
 :func:`decide` turns them into the families that fit, each reason carrying its
 number; :func:`check_leaderboard` checks a published speed table row by row.
 
@@ -41,18 +41,20 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from inferlab import checks, specs
-from inferlab.calibration import ATTAINABLE_FRACTION
-from inferlab.capacity import (
+from inferlab.benchmark.traffic import Lengths, make_requests
+from inferlab.common import checks
+from inferlab.common.data import load_table
+from inferlab.model import specs
+from inferlab.model.capacity import (
     ACTIVATION_RESERVE_FRACTION,
     BYTES_PER_PARAM,
     weight_bytes,
 )
-from inferlab.data import load_table
-from inferlab.feasibility import Infeasible, Layout, fewest_chips, layout
-from inferlab.fixed_shapes import COMPILE_S_PER_SHAPE, padding_waste, recompile_cost
-from inferlab.parallel import ChipSpread, chip_spread
-from inferlab.simulator import (
+from inferlab.model.feasibility import Infeasible, Layout, fewest_chips, layout
+from inferlab.model.parallel import ChipSpread, chip_spread
+from inferlab.model.steptime import ATTAINABLE_FRACTION
+from inferlab.serving.fixed_shapes import COMPILE_S_PER_SHAPE, padding_waste, recompile_cost
+from inferlab.serving.simulator import (
     EXPLORER_OUTPUT_MEAN,
     EXPLORER_PROMPT,
     MIN_LOAD,
@@ -62,7 +64,6 @@ from inferlab.simulator import (
     offline_throughput,
     simulate,
 )
-from inferlab.traffic import Lengths, make_requests
 
 #: The four families, in the order the chapter presents them.
 FAMILIES = ("gpu", "fixed-function", "lpu", "dataflow")
@@ -94,7 +95,7 @@ NODE_CHIPS: dict[str, int | None] = {"gpu": 8, "fixed-function": 12, "lpu": None
                                      "dataflow": None}
 
 #: How each family lays a model out over the chips it uses. ``"tensor"``: every layer
-#: split over the node, which :func:`inferlab.feasibility.layout` allows only inside
+#: split over the node, which :func:`inferlab.model.feasibility.layout` allows only inside
 #: one scale-up domain. ``"pipeline"``: layers in stages, one stage per chip;
 #: ``data/hardware.csv`` records no scale-up domain for Groq or Cerebras, so the
 #: feasibility layer lays them out this way (a split of layers across their chips would
@@ -136,10 +137,10 @@ class FamilyFloor:
     """One model on one family: the layout that holds it and its batch-1 decode bounds.
 
     ``chips_to_hold`` is the fewest chips that hold all ``params_total`` and one
-    request's cache after the reserve (:func:`inferlab.feasibility.fewest_chips`);
+    request's cache after the reserve (:func:`inferlab.model.feasibility.fewest_chips`);
     ``layout`` the feasible layout over ``chips_used`` chips (tensor-parallel over a
     node, or a pipeline over the chips that hold the model, :data:`SPLIT`);
-    ``spread`` its batch-1 bounds with no KV cache (:func:`inferlab.parallel.chip_spread`).
+    ``spread`` its batch-1 bounds with no KV cache (:func:`inferlab.model.parallel.chip_spread`).
 
     Used in chapter 'Choosing hardware'.
     """
@@ -207,14 +208,14 @@ def family_floor(model: str | specs.ModelSpec, family: str, precision: str = "fp
     """The layout of ``model`` at ``precision`` on ``family`` and its single-stream bounds.
 
     Steps: the fewest chips that hold the weights and one request of
-    ``context_tokens`` tokens (:func:`inferlab.feasibility.fewest_chips`, 10 %
+    ``context_tokens`` tokens (:func:`inferlab.model.feasibility.fewest_chips`, 10 %
     reserve); the chips used are ``chips`` if given, else a node
     (:data:`NODE_CHIPS`) or, for SRAM families, the chips to hold; the layout is
-    :func:`inferlab.feasibility.layout` with the family's split (:data:`SPLIT`),
+    :func:`inferlab.model.feasibility.layout` with the family's split (:data:`SPLIT`),
     checked for one request of ``context_tokens``, so a configuration that does not
     fit, or a tensor-parallel split beyond the chip's scale-up domain, raises
-    :class:`inferlab.feasibility.Infeasible`. The bounds are
-    :func:`inferlab.parallel.chip_spread` with the 10 % reserve (batch 1, no KV cache,
+    :class:`inferlab.model.feasibility.Infeasible`. The bounds are
+    :func:`inferlab.model.parallel.chip_spread` with the 10 % reserve (batch 1, no KV cache,
     communication free). ``chip`` overrides the family's
     reference row (:data:`FAMILY_CHIPS`).
 
@@ -279,7 +280,7 @@ def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str,
     """Simulate a GPU-style and a fixed-shape server on the same chip and arrivals.
 
     The server is the batching chapter's (Llama 2 70B, FP8, one H200,
-    :func:`inferlab.simulator.explorer_replica`), at ``load`` times the fixed-shape
+    :func:`inferlab.serving.simulator.explorer_replica`), at ``load`` times the fixed-shape
     server's saturation rate; GPU-style is continuous batching with chunked prefill
     and paged memory, fixed-shape is :data:`SIM_FIXED_SHAPE`. Returns the two runs'
     percentiles, keyed ``"gpu"`` and ``"fixed-function"``. Cached.
@@ -359,7 +360,7 @@ class Reason:
 @dataclass(frozen=True)
 class Requirements:
     """What a deployment needs (the traffic's lengths are an
-    :class:`inferlab.workload.Workload`; this is the service around them).
+    :class:`inferlab.benchmark.workload.Workload`; this is the service around them).
 
     ``per_user_tok_s``: the decode rate each user must see; ``tail_ratio_max``: the
     largest p99/p50 of time per output token the service level allows;
@@ -439,17 +440,17 @@ class Decision:
 def node_daily_tokens(model: str, precision: str, context_tokens: int) -> float:
     """Output tokens one fixed-shape node (12 Inferentia2 chips) can decode in a day.
 
-    The node's layout (:func:`inferlab.feasibility.layout`, tensor-parallel over the 12
+    The node's layout (:func:`inferlab.model.feasibility.layout`, tensor-parallel over the 12
     chips of its NeuronLink domain) gives the most requests of ``context_tokens`` tokens
-    whose cache fits (:meth:`~inferlab.feasibility.Layout.max_batch`); the step-time
-    model of an ideal stack (:func:`inferlab.steptime.replica`: weights, attention,
+    whose cache fits (:meth:`~inferlab.model.feasibility.Layout.max_batch`); the step-time
+    model of an ideal stack (:func:`inferlab.model.steptime.replica`: weights, attention,
     all-reduces) times one decode step of that batch. The rate is the batch over the
-    step, times :data:`~inferlab.calibration.ATTAINABLE_FRACTION`, times a day; 0 if the
+    step, times :data:`~inferlab.model.steptime.ATTAINABLE_FRACTION`, times a day; 0 if the
     node cannot hold the model. Cached.
 
     Used in chapter 'Choosing hardware'.
     """
-    from inferlab.steptime import replica
+    from inferlab.model.steptime import replica
 
     chip = specs.chip(FAMILY_CHIPS["fixed-function"])
     tp = NODE_CHIPS["fixed-function"]
@@ -528,7 +529,8 @@ def decide(requirements: Requirements | None = None, **values) -> Decision:
       deterministic latency; dataflow: no figure, so a tail bound below the GPU's
       modelled spread rules it out until you measure it;
     - families that compile ahead of time: recompiling on every change costs at most
-      :data:`MAX_COMPILE_FRACTION` of the month (:func:`~inferlab.fixed_shapes.recompile_cost`);
+      :data:`MAX_COMPILE_FRACTION` of the month
+      (:func:`~inferlab.serving.fixed_shapes.recompile_cost`);
     - fixed-shape: the volume fills at least :data:`MIN_NODE_UTILISATION` of one
       node's daily capacity (:func:`node_daily_tokens`), else its cost-per-token
       advantage is idle; padding waste for the prompt distribution is reported;
@@ -895,7 +897,7 @@ class SpeculationNeed:
 
     ``speedup`` is the ratio; ``acceptance_rate`` and ``draft_tokens`` the most
     forgiving setting that reaches it under the acceptance model
-    (:func:`inferlab.speculative.least_acceptance_for_speedup`): 0 and 0 if plain
+    (:func:`inferlab.serving.speculative.least_acceptance_for_speedup`): 0 and 0 if plain
     decoding already does. :func:`speculation_needed` refuses a target no draft up to
     :data:`MAX_SPECULATIVE_DRAFT` tokens can reach.
     """
@@ -913,7 +915,8 @@ def speculation_needed(plain_tok_s: float = 60.0, target_tok_s: float = 400.0,
     """The acceptance rate and draft length that lift ``plain_tok_s`` to ``target_tok_s``.
 
     ``speedup = target / plain``; the least acceptance over draft lengths up to
-    :data:`MAX_SPECULATIVE_DRAFT` (:func:`inferlab.speculative.least_acceptance_for_speedup`,
+    :data:`MAX_SPECULATIVE_DRAFT`
+    (:func:`inferlab.serving.speculative.least_acceptance_for_speedup`,
     ``E(a, k) / (1 + k c)``, Leviathan et al. 2023); ``ValueError`` naming
     ``target_tok_s`` if even every guess accepted cannot reach it. Verification is taken to cost one
     decode step, which holds at batch 1 on HBM and flatters SRAM chips, where checking
@@ -921,7 +924,7 @@ def speculation_needed(plain_tok_s: float = 60.0, target_tok_s: float = 400.0,
 
     Used in chapter 'Choosing hardware'.
     """
-    from inferlab.speculative import least_acceptance_for_speedup
+    from inferlab.serving.speculative import least_acceptance_for_speedup
 
     plain = checks.positive("plain_tok_s", plain_tok_s, high=1e9)
     target = checks.positive("target_tok_s", target_tok_s, high=1e9)

@@ -27,7 +27,7 @@ experts). Two modes:
   (``scenario="Server"``, the bounds of one's own, ``rate_per_s`` given) over
   ``requests`` requests, judged as LoadGen judges a Server run; it passes if both p99s
   meet the bounds and it finished as many queries as it was sent while the stream ran
-  (:func:`~inferlab.loadgen.completed_share`: without a TTFT bound, a queue that grows
+  (:func:`~inferlab.serving.loadgen.completed_share`: without a TTFT bound, a queue that grows
   for ever still meets a TPOT bound). The plan is the fewest replicas that pass, found
   from a lower bound up, growing then bisecting the count; its p99s are those of its own
   traffic, so a plan meets its service level in the simulator by construction.
@@ -87,12 +87,14 @@ from pathlib import Path
 
 import numpy as np
 
-from inferlab import callable_module, checks, specs
-from inferlab.calibration import Stack, stack_or_assumed
+from inferlab import callable_module
+from inferlab.benchmark.workload import Workload, check_fits_context
 from inferlab.choosing import ChipPrice
-from inferlab.data import DATA_DIR, load_table, read_table
-from inferlab.feasibility import Infeasible, layout
-from inferlab.loadgen import MAX_RATE_PER_S, RunRules
+from inferlab.common import checks
+from inferlab.common.data import DATA_DIR, load_table, read_table
+from inferlab.model import specs
+from inferlab.model.feasibility import Infeasible, layout
+from inferlab.model.roofline import sustained_flop_per_s
 from inferlab.predict import (
     MAX_BOUND_S,
     MAX_CHIPS,
@@ -101,9 +103,9 @@ from inferlab.predict import (
     predict,
     replica_for,
 )
-from inferlab.roofline import sustained_flop_per_s
-from inferlab.scheduler import PrefillPool
-from inferlab.workload import Workload, check_fits_context
+from inferlab.serving.calibration import Stack, stack_or_assumed
+from inferlab.serving.loadgen import MAX_RATE_PER_S, RunRules
+from inferlab.serving.scheduler import PrefillPool
 
 #: Requests each simulated run draws, enough that the queue a rate builds shows in the p99
 #: (4,000 requests give the rate MLPerf's 600-second runs give within 3 % for Llama 3.1 8B
@@ -316,7 +318,7 @@ def _finite(value: float) -> float | None:
 
 def chip_prices(prices: str | Path | None = None) -> dict[str, ChipPrice]:
     """The cheapest price per chip in the price file ``prices`` (default
-    ``data/prices.csv``), checked as :func:`inferlab.data.load_table` checks it; a file
+    ``data/prices.csv``), checked as :func:`inferlab.common.data.load_table` checks it; a file
     that cannot be read fails naming it, and a row naming a chip ``data/hardware.csv``
     does not know fails with its file and line."""
     if prices is None:
@@ -419,19 +421,19 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
     """The cheapest deployment of ``model`` on each chip kind that serves the traffic within
     the service level (module docstring).
 
-    ``model`` is a name of ``data/models.csv`` or a :class:`~inferlab.specs.ModelSpec`. The
+    ``model`` is a name of ``data/models.csv`` or a :class:`~inferlab.model.specs.ModelSpec`. The
     workload is ``input_tokens`` and ``output_tokens`` (every request exactly so), or
-    ``workload``: a :class:`~inferlab.workload.Workload` (a trace's included), an MLPerf
+    ``workload``: a :class:`~inferlab.benchmark.workload.Workload` (a trace's included), an MLPerf
     data set's name, or by default the model's own MLPerf data set. The service level is
     any of ``ttft_p99_s``, ``tpot_p99_s`` and ``per_user_tok_s`` (a TPOT bound of its
     inverse); none is batch work, judged as Offline. The traffic is ``rate_per_s``
     (requests per second) or ``tokens_per_day`` (output tokens); a trace brings its own.
     ``precision`` is the weights' format (default: the first of
     :data:`DEFAULT_PRECISIONS` the chip computes); ``chips`` a list of chip names or
-    :class:`~inferlab.specs.Chip` (default every chip of ``data/hardware.csv``);
+    :class:`~inferlab.model.specs.Chip` (default every chip of ``data/hardware.csv``);
     ``prices`` a price file (default ``data/prices.csv``) or a dict of
     :class:`~inferlab.choosing.ChipPrice`; ``stack`` a stack name or
-    :class:`~inferlab.calibration.Stack` used on every chip (default: each vendor's
+    :class:`~inferlab.serving.calibration.Stack` used on every chip (default: each vendor's
     calibrated stack, else the assumed one);
     ``modes`` any of :data:`MODES`; ``requests`` and ``seed`` set each simulated run (the
     replica count is searched in whole replicas, so there is no precision to set);
@@ -706,7 +708,7 @@ def _judge(chip: _Chip, tp: int, pp: int, ep: int, engine, rate: float):
 
 
 #: A run that has not finished at least this share fewer queries than it was sent while the
-#: stream ran has a queue that grows (:func:`inferlab.loadgen.completed_share`); and a p99
+#: stream ran has a queue that grows (:func:`inferlab.serving.loadgen.completed_share`); and a p99
 #: within this share of its bound is what binds a plan.
 RATE_TOLERANCE = 0.05
 
@@ -887,7 +889,7 @@ def _ms(seconds: float) -> str:
 def _sram_reason(hw: specs.Chip, inputs: _Inputs) -> str:
     """Why an SRAM machine is not planned, judged by its own bound: the fewest chips whose
     SRAM holds the weights, and the time to read them once across all of those chips."""
-    from inferlab.capacity import weight_bytes
+    from inferlab.model.capacity import weight_bytes
 
     precision = inputs.precision or "int8"
     need = weight_bytes(inputs.model.params_total, precision)
@@ -1121,7 +1123,7 @@ def fitted_on(stack: Stack) -> str:
     if not stack.fitted_on:
         if stack.name.startswith("assumed"):
             return ("assumed, not fitted: a share of peak and TensorRT-LLM FP8's fixed cost "
-                    "per step (inferlab.calibration.assumed_stack)")
+                    "per step (inferlab.serving.calibration.assumed_stack)")
         return f"set by hand (stack {stack.name!r}); nothing fitted"
     rows = _llama2_rows()
     chips = sorted({rows[row_id] for row_id in stack.fitted_on if row_id in rows})

@@ -16,20 +16,20 @@
 
 ``import inferlab; inferlab.predict(...)`` calls :func:`predict`.
 
-**The workload** (:class:`inferlab.workload.Workload`) is one of: fixed lengths, a length
+**The workload** (:class:`inferlab.benchmark.workload.Workload`) is one of: fixed lengths, a length
 distribution, an MLPerf data set, or a recorded trace. Without one, a model's own MLPerf
 data set is used; a model MLPerf has no benchmark for needs lengths.
 
 **The system** is ``chips`` accelerators split into replicas of ``tp x pp`` chips
 (tensor-parallel within the chip's scale-up domain, pipeline stages across it, experts
 spread over ``ep`` of the ``tp``; :func:`layout_options`), each modelled by
-:func:`inferlab.steptime.replica` with the software stack's fitted parameters
-(:mod:`inferlab.calibration`) and the engine of a submission's own configuration files.
+:func:`inferlab.model.steptime.replica` with the software stack's fitted parameters
+(:mod:`inferlab.serving.calibration`) and the engine of a submission's own configuration files.
 Without a given layout, a chip and scenario the stack's reference submission ran get that
 submission's layout; any other system gets the best of every layout that fits.
 
 **The run.** On an MLPerf data set the scenario runs under MLPerf's rules for that
-benchmark (:mod:`inferlab.loadgen`): Offline is every sample queued at once; Server and
+benchmark (:mod:`inferlab.serving.loadgen`): Offline is every sample queued at once; Server and
 Interactive are the highest Poisson rate whose run is valid (minimum duration, query
 count, p99 TTFT and TPOT bounds, early stopping), found by bisection; Single-Stream is one
 query at a time. Any other workload runs Offline as *steady Offline*: every request queued
@@ -42,7 +42,7 @@ workload take the bounds of the model's MLPerf benchmark, where it has one.
 ``tokens_per_s`` is output tokens per second of the whole system. No fitted number is
 per model, data set or length: the stacks are fitted on Llama 2 70B and every other model
 is a prediction (``benchmarks/model_accuracy.py`` scores both). A configuration that
-cannot run raises :class:`~inferlab.feasibility.Infeasible` (the command line exits with
+cannot run raises :class:`~inferlab.model.feasibility.Infeasible` (the command line exits with
 status 2 and the reason), never a number.
 
 Used in chapters 'Batching' and 'Choosing hardware'.
@@ -60,11 +60,23 @@ from types import MappingProxyType
 
 import numpy as np
 
-from inferlab import callable_module, checks, specs
-from inferlab.calibration import Stack, stack, stack_for, stacks
-from inferlab.early_stopping import loadgen_percentile
-from inferlab.feasibility import Infeasible, layout
-from inferlab.loadgen import (
+from inferlab import callable_module
+from inferlab.benchmark.early_stopping import loadgen_percentile
+from inferlab.benchmark.mlperf import (
+    BENCHMARK_MODELS,
+    BOUNDS,
+    SCENARIOS,
+    LatencyBounds,
+    benchmark_of,
+)
+from inferlab.benchmark.traffic import Requests
+from inferlab.benchmark.workload import Workload, check_fits_context, datasets
+from inferlab.common import checks
+from inferlab.model import specs
+from inferlab.model.feasibility import Infeasible, layout
+from inferlab.model.steptime import replica
+from inferlab.serving.calibration import Stack, stack, stack_for, stacks
+from inferlab.serving.loadgen import (
     MAX_RATE_PER_S,
     MIN_SEARCH_RATE_PER_S,
     QueryLog,
@@ -77,11 +89,7 @@ from inferlab.loadgen import (
     run_scenario,
     server_trial,
 )
-from inferlab.mlperf import BENCHMARK_MODELS, BOUNDS, SCENARIOS, LatencyBounds, benchmark_of
-from inferlab.simulator import simulate
-from inferlab.steptime import replica
-from inferlab.traffic import Requests
-from inferlab.workload import Workload, check_fits_context, datasets
+from inferlab.serving.simulator import simulate
 
 #: The rules the calibration and the accuracy benchmark run in each scenario, which are
 #: MLPerf's own (600 s minimum) in every one. Shorter runs mislead twice over. LoadGen's Server
@@ -133,7 +141,7 @@ class Prediction:
     whether a rate search passed at every rate it tried, so that its own upper limit, not
     a bound, stopped it; ``completed_share`` for a Server or Interactive run, queries
     finished per query issued while the stream ran
-    (:func:`~inferlab.loadgen.completed_share`: about 1 where the system keeps up).
+    (:func:`~inferlab.serving.loadgen.completed_share`: about 1 where the system keeps up).
 
     Used in chapters 'Batching' and 'Choosing hardware'.
     """
@@ -172,7 +180,7 @@ def peak_batch(log: QueryLog, replicas: int, shares=None) -> int:
     """The most queries one replica held between first and last token, from a merged log.
 
     ``shares`` are the log positions of each replica's queries
-    (:meth:`inferlab.loadgen.System.shares`); by default queries were dealt
+    (:meth:`inferlab.serving.loadgen.System.shares`); by default queries were dealt
     round-robin, so replica ``k`` holds every ``replicas``-th query.
     """
     checks.instance("log", log, QueryLog)
@@ -231,7 +239,7 @@ def tp_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelSpec,
                precision: str) -> list[int]:
     """Tensor-parallel widths that divide ``chips``, fit the weights and stay in one domain.
 
-    Raises :class:`~inferlab.feasibility.Infeasible` with the reason of the widest
+    Raises :class:`~inferlab.model.feasibility.Infeasible` with the reason of the widest
     width tried when none fits.
 
     Used in chapter 'Choosing hardware'.
@@ -248,7 +256,7 @@ def layout_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelS
     domain; for each, ``pp`` is the given one, else 1 if the weights fit on ``tp`` chips
     and otherwise (with ``pipeline``) the fewest stages, a power of two, that hold them.
     Every replica's ``tp x pp`` divides ``chips``. Raises
-    :class:`~inferlab.feasibility.Infeasible` with the reason of the last layout tried
+    :class:`~inferlab.model.feasibility.Infeasible` with the reason of the last layout tried
     when none fits (the weights' size and the chips they need, or the domain).
     """
     hw, spec = specs.as_chip(chip), specs.as_model(model)
@@ -287,9 +295,10 @@ def layout_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelS
 
 
 def as_stack(value, chip, precision: str) -> Stack:
-    """The stack a prediction runs: ``value`` if it is a :class:`~inferlab.calibration.Stack`
+    """The stack a prediction runs: ``value`` if it is a
+    :class:`~inferlab.serving.calibration.Stack`
     (used as built), the stack of ``data/stacks.csv`` it names, or by default the vendor's
-    calibrated stack for ``chip`` (a name or a :class:`~inferlab.specs.Chip`) at
+    calibrated stack for ``chip`` (a name or a :class:`~inferlab.model.specs.Chip`) at
     ``precision``."""
     if value is None:
         return stack_for(specs.as_chip(chip).name, precision)
@@ -305,8 +314,8 @@ def as_stack(value, chip, precision: str) -> Stack:
 
 def as_workload(value, model) -> Workload:
     """The workload a prediction serves: ``value`` if it is a
-    :class:`~inferlab.workload.Workload`, the MLPerf data set it names
-    (:func:`inferlab.workload.datasets`), or by default ``model``'s own MLPerf data set.
+    :class:`~inferlab.benchmark.workload.Workload`, the MLPerf data set it names
+    (:func:`inferlab.benchmark.workload.datasets`), or by default ``model``'s own MLPerf data set.
 
     Raises ``ValueError`` for a model MLPerf has no benchmark for and no workload given,
     naming the ways to give one.
@@ -336,9 +345,9 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     """The modelled result of ``chips`` x ``chip`` serving ``model`` at ``precision``.
 
     ``chip``, ``model`` and ``stack`` are names or the objects themselves
-    (:class:`~inferlab.specs.Chip`, :class:`~inferlab.specs.ModelSpec`,
-    :class:`~inferlab.calibration.Stack`); a stack built by hand is used as built.
-    ``workload`` is a :class:`~inferlab.workload.Workload` or an MLPerf data set's name;
+    (:class:`~inferlab.model.specs.Chip`, :class:`~inferlab.model.specs.ModelSpec`,
+    :class:`~inferlab.serving.calibration.Stack`); a stack built by hand is used as built.
+    ``workload`` is a :class:`~inferlab.benchmark.workload.Workload` or an MLPerf data set's name;
     by default the model's own data set (module docstring). ``rules`` default to MLPerf's
     own for an MLPerf data set (pass ``mlperf_rules(scale=0.1)`` for a ten-times shorter
     run). ``tps`` lists the tensor-parallel widths to try, ``pp`` fixes the pipeline
@@ -346,7 +355,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     scenario the stack's reference submission ran get that submission's layout, where it
     divides ``chips`` and fits, and any other system the best of every layout
     :func:`layout_options` allows. ``dispatch`` is how queries reach the replicas
-    (:data:`inferlab.loadgen.DISPATCHES`). ``ttft_p99_s`` and ``tpot_p99_s`` are a service
+    (:data:`inferlab.serving.loadgen.DISPATCHES`). ``ttft_p99_s`` and ``tpot_p99_s`` are a service
     level of one's own for a Server run (each optional; the other is then unbounded):
     the search finds the highest Poisson rate whose p99s meet them, judged otherwise as
     MLPerf judges a Server run, on any workload and any model. ``iterations`` is the
@@ -355,7 +364,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     judged by the same rules and simulated whole, its verdict in ``valid`` and
     ``completed_share`` telling whether the system kept up with the rate.
 
-    Raises :class:`~inferlab.feasibility.Infeasible` if no layout fits (with the
+    Raises :class:`~inferlab.model.feasibility.Infeasible` if no layout fits (with the
     gigabytes it needs) and ``ValueError`` for an unknown chip, model, stack, format,
     data set or scenario, a workload longer than the model's context, or a scenario the
     workload has no bounds for.
@@ -465,7 +474,7 @@ def replica_for(chip: specs.Chip, model: specs.ModelSpec, precision: str, stack:
     """The step-time model :func:`predict` runs for one replica of ``tp x pp`` chips: the
     stack's parameters, the cache's rate at the workload's typical context, and a check
     that the workload's longest request fits one lane's cache (else
-    :class:`~inferlab.feasibility.Infeasible`). Objects, not names: the callers resolve
+    :class:`~inferlab.model.feasibility.Infeasible`). Objects, not names: the callers resolve
     them once."""
     mean_prompt, mean_output = workload.mean_tokens()
     rep = replica(model, chip, tp, precision, pp=pp, ep=ep,
@@ -478,7 +487,7 @@ def replica_for(chip: specs.Chip, model: specs.ModelSpec, precision: str, stack:
 
 
 def _service_level(ttft_p99_s, tpot_p99_s, scenario: str) -> LatencyBounds | None:
-    """The caller's p99 bounds as one :class:`~inferlab.mlperf.LatencyBounds` (an absent
+    """The caller's p99 bounds as one :class:`~inferlab.benchmark.mlperf.LatencyBounds` (an absent
     one unbounded), or ``None`` if neither is given."""
     if ttft_p99_s is None and tpot_p99_s is None:
         return None
@@ -670,7 +679,7 @@ def _workload_of(args) -> Workload | str | None:
     if args.input_tokens is not None:
         return Workload.fixed(args.input_tokens, args.output_tokens)
     if args.trace is not None:
-        from inferlab.endpoint_metrics import read_trace
+        from inferlab.lab.endpoint_metrics import read_trace
 
         return Workload.from_trace(read_trace(args.trace), name=f"trace {args.trace}")
     return args.dataset

@@ -48,7 +48,7 @@ from pathlib import Path
 from unittest import mock
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_OUT = REPO / "inferlab" / "tiktoken_cache"
+DEFAULT_OUT = REPO / "inferlab" / "tokens" / "tiktoken_cache"
 NPM_NAME = "tiktoken"
 NPM_VERSION = "1.0.22"
 # Oldest first: GPT-3, Codex/GPT-3.5 completions, GPT-3.5/4, GPT-4o.

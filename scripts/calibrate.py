@@ -7,13 +7,13 @@ predicted latency-bound anchor (Interactive, else Server) matches the audited
 figure, and inside every trial ``compute_efficiency`` is bisected so that the
 predicted Offline anchor matches its figure. An anchor's figure is the median of
 every audited row the model cannot tell apart from the named one (same accelerator,
-count, format, scenario and stack: :func:`inferlab.calibration.row_key`), so that one
+count, format, scenario and stack: :func:`inferlab.serving.calibration.row_key`), so that one
 submitter's tuning does not set a stack; for the latency-bound anchor, only those
-whose runs reached a bound (:func:`inferlab.calibration.at_bound`), since the model
+whose runs reached a bound (:func:`inferlab.serving.calibration.at_bound`), since the model
 predicts the most a system can do. Last, a stack in :data:`CLOCK_ANCHORS` bisects
 ``clock_share`` so that its lower-clocked card's anchor matches too.
 ``fitted_on`` lists the rows used. Everything else is
-:data:`inferlab.calibration.ASSUMED`. Runs use :data:`inferlab.predict.FIT_RULES`
+:data:`inferlab.serving.calibration.ASSUMED`. Runs use :data:`inferlab.predict.FIT_RULES`
 (MLPerf's own rules in every scenario), as the accuracy benchmark does. Takes about
 six minutes for the FP8 stack, clock share included, on one core of a 2-core machine;
 prints each trial.
@@ -29,10 +29,10 @@ from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
-from inferlab.bisection import bisect
-from inferlab.calibration import ASSUMED, Stack, at_bound, row_key, stack
-from inferlab.data import DATA_DIR, load_table
+from inferlab.common.bisection import bisect
+from inferlab.common.data import DATA_DIR, load_table
 from inferlab.predict import FIT_RULES, predict
+from inferlab.serving.calibration import ASSUMED, Stack, at_bound, row_key, stack
 
 #: Each stack's anchors: (Offline row, latency-bound row) of data/mlperf_llama2_70b.csv.
 ANCHORS = {
@@ -53,7 +53,7 @@ BORROWS_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
                 "vLLM ROCm FP8 (v4.1)": "vLLM ROCm FP8"}
 
 #: The latency-bound row each stack fits its ``clock_share`` on: a card that runs a
-#: full-power part's die at a lower clock (:func:`inferlab.roofline.clock_slowdown`).
+#: full-power part's die at a lower clock (:func:`inferlab.model.roofline.clock_slowdown`).
 #: Of TensorRT-LLM's, the H200 NVL is the one with Interactive runs whose summaries
 #: show a bound reached; the eight-card group is taken, as every other anchor has
 #: eight GPUs.
@@ -66,9 +66,9 @@ OVERHEAD_RANGE = (0.0, 0.100)
 
 def anchor(table, row_id: str) -> dict:
     """Row ``row_id`` of ``table`` with ``tokens_per_s`` the median of its group (the rows
-    of the same :func:`~inferlab.calibration.row_key`) and ``ids`` the group's ids. For a
+    of the same :func:`~inferlab.serving.calibration.row_key`) and ``ids`` the group's ids. For a
     Server or Interactive row the group keeps only the runs that reached a bound
-    (:func:`~inferlab.calibration.at_bound`), where any is recorded to have."""
+    (:func:`~inferlab.serving.calibration.at_bound`), where any is recorded to have."""
     named = table.loc[row_id].to_dict()
     key, reason = row_key(named)
     if key is None:
@@ -196,7 +196,7 @@ def main(argv=None) -> int:
                        + (", step_overhead_ms that of the latency-bound rows" if bounded_id
                           else ""))
         assumed_note = ("memory_efficiency, overlap and allreduce_latency_us are assumed "
-                        "(inferlab.calibration.ASSUMED)")
+                        "(inferlab.serving.calibration.ASSUMED)")
         if name in CLOCK_ANCHORS:
             found, clock_edge = fit_clock_share(found, anchor(table, CLOCK_ANCHORS[name]))
             edge += clock_edge

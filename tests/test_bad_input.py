@@ -99,6 +99,16 @@ def _is_record(value) -> bool:
     return plain_dataclass or issubclass(value, (BaseException, tuple))
 
 
+#: The package's layers (inferlab/__init__.py): a key names a module without its layer, as
+#: ``explorers.base`` for ``inferlab.pages.explorers.base``; module names are unique.
+LAYERS = {"common", "benchmark", "model", "tokens", "serving", "lab", "pages"}
+
+
+def short_module(name: str) -> str:
+    parts = name.split(".")[1:]
+    return ".".join(parts[1:] if parts and parts[0] in LAYERS else parts)
+
+
 @cache
 def documented() -> dict[str, object]:
     """Every public callable the API page documents, keyed ``module.name``."""
@@ -108,7 +118,7 @@ def documented() -> dict[str, object]:
         for name in listed or _public(module):
             value = getattr(module, name)
             if callable(value):
-                table[f"{module_name.removeprefix('inferlab.')}.{name}"] = value
+                table[f"{short_module(module_name)}.{name}"] = value
     return table
 
 
@@ -141,41 +151,41 @@ def fuzzed() -> list[str]:
 
 
 def _replica():
-    from inferlab import steptime
+    from inferlab.model import steptime
     return steptime.replica("Llama 3.1 8B", "NVIDIA H100 SXM")
 
 
 def _requests():
-    from inferlab import traffic
+    from inferlab.benchmark import traffic
     return traffic.make_requests(8, traffic.Lengths(64), traffic.Lengths(16),
                                   rate_per_s=10.0, seed=0)
 
 
 def _trace_requests():
-    from inferlab import endpoint_metrics
+    from inferlab.lab import endpoint_metrics
     return [endpoint_metrics.synthetic_request(0.1, 0.01, 8),
             endpoint_metrics.synthetic_request(0.2, 0.02, 4)]
 
 
 def _query_log():
-    from inferlab import loadgen
+    from inferlab.serving import loadgen
     issued = np.arange(4, dtype=float)
     return loadgen.QueryLog(issued, issued + 0.1, issued + 0.5, np.full(4, 8))
 
 
 def _engine_config():
-    from inferlab import engine
+    from inferlab.lab import engine
     return engine.EngineConfig(layers=1, model_width=16, heads=2, kv_heads=1, mlp_width=32,
                                vocab_size=64)
 
 
 def _steady_state():
-    from inferlab import steptime
+    from inferlab.model import steptime
     return steptime.steady_state(_replica(), [1, 8, 64], 300, 300)
 
 
 def _parallel_step():
-    from inferlab import parallel
+    from inferlab.model import parallel
     return parallel.tensor_parallel_step(1e9, 1e12, 2, layers=2, hidden_size=64,
                                          link_bytes_per_s=1e11)
 
@@ -192,19 +202,19 @@ def _axes():
 
 
 def _script():
-    from inferlab import real_loadgen
+    from inferlab.serving import real_loadgen
     return real_loadgen.Script(np.full(4, 0.05), np.full(4, 0.01), np.full(4, 8))
 
 
 def _slider():
-    from inferlab.explorers import Slider
+    from inferlab.pages.explorers import Slider
     return Slider("speed", "speed (tok/s)", 1.0, 100.0, 1.0, default=10.0, grid=(1.0, 10.0))
 
 
 def _explorer():
     import altair as alt
 
-    from inferlab.explorers import Explorer
+    from inferlab.pages.explorers import Explorer
     return Explorer("fuzz_explorer", "analytic", "02_bandwidth_floor", (_slider(),),
                     lambda speed: speed, lambda result: {"point": {"speed": [result]}},
                     lambda part: part("point").mark_point().encode(x="speed:Q",
@@ -212,12 +222,12 @@ def _explorer():
 
 
 def _fixed_shape():
-    from inferlab import scheduler
+    from inferlab.serving import scheduler
     return scheduler.FixedShape()
 
 
 def _token_counts():
-    from inferlab import token_counts
+    from inferlab.tokens import token_counts
     return token_counts.count_tokens(tokenizers=("cl100k_base", "o200k_base"))
 
 
@@ -247,13 +257,13 @@ GOOD = {
     "measure": lambda x: x, "merges": [(0, 1)], "message_bytes": 1e6,
     "min_duration_s": 1.0, "min_per_user_tok_s": 10.0, "mlp_width": 32,
     "model": "Llama 3.1 8B", "model_width": 16, "n": 4, "name": "NVIDIA H100 SXM",
-    "needs": lambda: __import__("inferlab.engine").engine.estimate(_engine_config()),
+    "needs": lambda: importlib.import_module("inferlab.lab.engine").estimate(_engine_config()),
     "numerator": "cl100k_base", "output_cv": 1.0, "output_tokens": 100,
     "overlatency": 1, "own_tok_s": 100.0, "own_tokens": 100, "params": 8e9,
     "params_active": 8e9, "params_b": 8.0, "peak_flop_per_s": 1e15,
     "per_chip": [1.0, 2.0], "per_user": [2.0, 1.0], "percentile": 0.9,
     "positions": np.arange(2), "precision": "fp8", "prefill_tok_per_s": 1000.0,
-    "prompt": lambda: __import__("inferlab.traffic").traffic.Lengths(64),
+    "prompt": lambda: importlib.import_module("inferlab.benchmark.traffic").Lengths(64),
     "prompt_tokens": 64, "q": 0.5, "r": lambda: _trace_requests()[0],
     "rate_per_s": 10.0, "rate_with_ttft_tok_per_s": 40.0, "rep": _replica,
     "repeats": 2, "replica": _replica, "replicas": 1, "requests": _requests,
@@ -270,16 +280,17 @@ GOOD = {
     "value": 1.0, "values": [1.0, 2.0, 3.0], "vocab_size": 64, "weight_bytes": 16e9,
     "words_per_minute": 240.0, "words_per_token": 0.75, "x": np.ones((1, 4)),
     "script": _script, "control": _slider, "shape": _fixed_shape, "shapes": _fixed_shape,
-    "pool": lambda: __import__("inferlab.scheduler").scheduler.PrefillPool(
+    "pool": lambda: importlib.import_module("inferlab.serving.scheduler").PrefillPool(
         lambda tokens: 1e-4 * tokens, 1e5, 1e10),
 "key": "fuzz", "compute": dict, "render": str, "controls": dict,
-    "figure": _figure, "rules": lambda: __import__("inferlab.loadgen").loadgen.mlperf_rules(),
-    "workload": lambda: __import__("inferlab.workload").workload.Workload(),
-    "system": lambda: __import__("inferlab.loadgen").loadgen.example_system(),
-    "scheduler": lambda: __import__("inferlab.scheduler").scheduler.Scheduler(),
+    "figure": _figure,
+    "rules": lambda: importlib.import_module("inferlab.serving.loadgen").mlperf_rules(),
+    "workload": lambda: importlib.import_module("inferlab.benchmark.workload").Workload(),
+    "system": lambda: importlib.import_module("inferlab.serving.loadgen").example_system(),
+    "scheduler": lambda: importlib.import_module("inferlab.serving.scheduler").Scheduler(),
     "passes": lambda: (lambda x: x < 3), "trial": lambda: (lambda x: x < 3.0),
-    "row": lambda: __import__("inferlab.data").data.result("groq-claim-l2-70b"),
-    "claim": lambda: __import__("inferlab.claims").claims.claim_from_result(
+    "row": lambda: importlib.import_module("inferlab.common.data").result("groq-claim-l2-70b"),
+    "claim": lambda: importlib.import_module("inferlab.pages.claims").claim_from_result(
         "groq-claim-l2-70b"),
     "path": lambda: None, "outdir": lambda: None, "test_settings": lambda: None,
     "engine.KVCache.batch": 1, "traffic.Requests.prompt_tokens": np.full(2, 8),
@@ -320,9 +331,10 @@ GOOD = {
     "calibration.stack.name": "TensorRT-LLM FP8", "row_id": "v5.1-nebius-8xh200sxm-server",
     "stack_name": "TensorRT-LLM FP8", "simulator.fit_efficiency.target": 0.5,
     "prefill_s": lambda: (lambda tokens: 1e-4 * tokens), "use_server_token_count": False,
-    "result": lambda: __import__("inferlab.simulator").simulator.simulate(
+    "result": lambda: importlib.import_module("inferlab.serving.simulator").simulate(
         _replica(), _requests()),
-    "count": 10, "output": lambda: __import__("inferlab.traffic").traffic.Lengths(16),
+    "count": 10,
+    "output": lambda: importlib.import_module("inferlab.benchmark.traffic").Lengths(16),
     "bisection.highest_passing.trial": lambda: (lambda x: (x < 3.0, x)),
     "hf_tokenizer.write_tokenizer_dir.path": lambda: Path(tempfile.mkdtemp()),
     "engine.Engine.show": None, "traffic.make_requests.rate_per_s": 10.0,
@@ -330,7 +342,7 @@ GOOD = {
     "plan.plan.rate_per_s": 10.0, "plan.plan.chips": ["NVIDIA H200 SXM"],
     "plan.plan.input_tokens": 500, "plan.plan.output_tokens": 100, "plan.plan.requests": 300,
     "plan.plan.tpot_p99_s": 0.05,
-    "plan.stack": lambda: __import__("inferlab.calibration").calibration.stack(
+    "plan.stack": lambda: importlib.import_module("inferlab.serving.calibration").stack(
         "TensorRT-LLM FP8"),
     "plan.result": lambda: __import__("inferlab.plan").plan.plan(
         "Llama 3.1 8B", input_tokens=500, output_tokens=100, tpot_p99_s=0.05, rate_per_s=10,
@@ -340,7 +352,8 @@ GOOD = {
     "scheduler.PrefillPool.ready_s.prompt_tokens": np.full(2, 8),
     "scheduler.RoundPrefill.steps": 4, "scheduler.RoundPrefill.min_queries": 2,
     "endpoint_metrics.aiperf_summary.count_tokens": len,
-    "loadgen.rules": lambda: __import__("inferlab.loadgen").loadgen.mlperf_rules(scale=0.01),
+    "loadgen.rules": lambda: importlib.import_module("inferlab.serving.loadgen").mlperf_rules(
+        scale=0.01),
     "endpoint_metrics.read_guidellm.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
     "endpoint_metrics.read_guidellm_summary.path":
         TRACES / "guidellm_chat_c2" / "benchmarks.json",
@@ -363,7 +376,7 @@ GOOD = {
     "workload.check_fits_context.context_tokens": 4096,
     "workload.Workload.dataset.name": "llama3.1-8b",
     "workload.dataset_lengths.name": "mixtral-8x7b",
-    "trace": lambda: __import__("inferlab.endpoint_metrics").endpoint_metrics.read_guidellm(
+    "trace": lambda: importlib.import_module("inferlab.lab.endpoint_metrics").read_guidellm(
         TRACES / "guidellm_chat_c2" / "benchmarks.json"),
     "endpoint_metrics.read_trace.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
     "predict.as_stack.value": None, "predict.as_workload.value": None,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from inferlab import bisection as b
+from inferlab.common import bisection as b
 
 
 def test_bisect_inverts_a_monotonic_function_either_way():

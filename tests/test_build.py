@@ -39,7 +39,7 @@ def test_build_executes_every_notebook_and_serves_none_from_cache(built_book):
 
 
 def test_long_cells_leave_no_progress_bar_on_the_site(built_book):
-    # inferlab.progress draws a bar while a cell runs in a kernel, the build's included,
+    # inferlab.pages.progress draws a bar while a cell runs in a kernel, the build's included,
     # and must leave an empty output behind it. (A code listing escapes "<", so only a
     # rendered bar would match.)
     assert built_book.returncode == 0, built_book.log[-3000:]
@@ -115,12 +115,12 @@ def test_strict_build_fails_on(fault, tmp_path):
 
 
 def test_strict_build_fails_on_a_figure_that_breaks_a_figure_rule(tmp_path):
-    # inferlab.figure_rules warns when a watched figure is drawn; the warning is the
+    # inferlab.pages.figure_rules warns when a watched figure is drawn; the warning is the
     # cell's only stderr, and the build fails on it.
     build = _one_page_book(tmp_path, """\
         # Page
         ```{code-cell} ipython3
-        from inferlab.plotting import figure, label_kind
+        from inferlab.pages.plotting import figure, label_kind
         fig, ax = figure()
         ax.bar(["a", "b"], [1.05, 1.17])
         ax.set_ylim(0.9, 1.2)

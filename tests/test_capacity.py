@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from inferlab import capacity as cap
-from inferlab.specs import chip, chips, model, models
+from inferlab.model import capacity as cap
+from inferlab.model.specs import chip, chips, model, models
 
 MIB = 2**20
 

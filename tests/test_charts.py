@@ -11,8 +11,9 @@ import matplotlib.colors as mcolors  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from inferlab import charts, specs  # noqa: E402
-from inferlab.plotting import figure  # noqa: E402
+from inferlab.model import specs  # noqa: E402
+from inferlab.pages import charts
+from inferlab.pages.plotting import figure  # noqa: E402
 
 SEVEN = ["NVIDIA H100 SXM", "NVIDIA H200 SXM", "NVIDIA B200", "AMD MI300X",
          "Google TPU v5e (per chip)", "AWS Inferentia2 (per chip)", "Groq LPU (GroqChip)"]

@@ -8,7 +8,8 @@ import re
 import numpy as np
 import pytest
 
-from inferlab import choosing, specs
+from inferlab import choosing
+from inferlab.benchmark.traffic import Lengths
 from inferlab.choosing import (
     FAMILIES,
     VERDICTS,
@@ -19,11 +20,11 @@ from inferlab.choosing import (
     family_floor,
     latency_spread,
 )
-from inferlab.feasibility import Infeasible, fewest_chips
-from inferlab.fixed_shapes import padding_waste, power_of_two_buckets, recompile_cost
-from inferlab.roofline import flop_per_token, params_read
-from inferlab.simulator import FixedShape
-from inferlab.traffic import Lengths
+from inferlab.model import specs, steptime
+from inferlab.model.feasibility import Infeasible, fewest_chips
+from inferlab.model.roofline import flop_per_token, params_read
+from inferlab.serving.fixed_shapes import padding_waste, power_of_two_buckets, recompile_cost
+from inferlab.serving.simulator import FixedShape
 
 
 def test_groq_chip_counts_match_the_bandwidth_chapter():
@@ -198,7 +199,7 @@ def test_every_reason_says_in_words_what_decided_it(values):
 
 def test_speed_rule_flips_at_the_attainable_ceiling():
     ceiling = family_floor("Llama 3.1 70B", "gpu", "fp8").ceiling_tok_s
-    limit = ceiling * choosing.ATTAINABLE_FRACTION
+    limit = ceiling * steptime.ATTAINABLE_FRACTION
     assert "gpu" in decide(per_user_tok_s=limit * 0.99).fits
     assert "gpu" not in decide(per_user_tok_s=limit * 1.01).fits
 
@@ -306,7 +307,7 @@ def test_prices_are_dated_list_prices_per_chip():
 
 
 def test_speculation_needed_reaches_the_target_with_the_acceptance_it_names():
-    from inferlab.speculative import speedup
+    from inferlab.serving.speculative import speedup
 
     need = speculation_needed(60.0, 400.0, 0.05)
     assert need.speedup == pytest.approx(400 / 60)

@@ -6,8 +6,8 @@ from dataclasses import fields
 
 import pytest
 
-from inferlab import claims as cl
-from inferlab.data import load_table
+from inferlab.common.data import load_table
+from inferlab.pages import claims as cl
 
 
 def test_every_fact_is_a_field_with_an_effect():

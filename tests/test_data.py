@@ -8,8 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from inferlab.data import DATA_DIR, MAX_CELL_CHARS, SCHEMAS, DataError, load_table, result
-from inferlab.specs import chip, chips, model, models
+from inferlab.common.data import DATA_DIR, MAX_CELL_CHARS, SCHEMAS, DataError, load_table, result
+from inferlab.model.specs import chip, chips, model, models
 
 
 @pytest.mark.parametrize("name", SCHEMAS)
@@ -430,7 +430,7 @@ def test_corrected_results_are_used_and_audit_states_are_honest():
 
 
 def test_each_latency_row_is_an_audited_bounded_result_within_its_bounds():
-    from inferlab.mlperf import bounds
+    from inferlab.benchmark.mlperf import bounds
     results = load_table("mlperf_llama2_70b").set_index("id")
     latencies = load_table("mlperf_llama2_70b_latencies")
     assert set(latencies["id"]) <= set(results.index)

@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from inferlab import endpoint_metrics as em
-from inferlab.loadclient import RequestTrace
-from inferlab.mlperf import LatencyBounds
+from inferlab.benchmark.mlperf import LatencyBounds
+from inferlab.lab import endpoint_metrics as em
+from inferlab.lab.loadclient import RequestTrace
 
 # Request A (completions): sent at 0; one token per chunk at 0.5, 0.6, 0.7, 0.8 s;
 # a usage-only chunk (no choice) at 0.8 s; stream ends at 0.9 s; the server counts 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab.engine import (
+from inferlab.lab.engine import (
     DEFAULT_SIZE,
     SIZES,
     Engine,

@@ -11,10 +11,10 @@ from __future__ import annotations
 import pytest
 from conftest import glued
 
-from inferlab import roofline, specs
-from inferlab.capacity import GIB, kv_bytes_per_token
-from inferlab.data import result
-from inferlab.feasibility import Infeasible, layout
+from inferlab.common.data import result
+from inferlab.model import roofline, specs
+from inferlab.model.capacity import GIB, kv_bytes_per_token
+from inferlab.model.feasibility import Infeasible, layout
 
 GB = 1e9
 RESERVE = 0.10  # the activation reserve the exercises state

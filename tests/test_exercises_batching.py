@@ -10,10 +10,10 @@ from __future__ import annotations
 import pytest
 from conftest import glued
 
-from inferlab import specs
-from inferlab.data import result
-from inferlab.mlperf import MLPERF_LLAMA2_70B_BOUNDS
-from inferlab.steptime import curve_explorer_compute
+from inferlab.benchmark.mlperf import MLPERF_LLAMA2_70B_BOUNDS
+from inferlab.common.data import result
+from inferlab.model import specs
+from inferlab.model.steptime import curve_explorer_compute
 
 RESERVE = 0.10  # the activation reserve every replica holds back
 

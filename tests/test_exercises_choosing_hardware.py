@@ -12,9 +12,9 @@ import math
 import pytest
 from conftest import glued
 
-from inferlab import roofline, specs
-from inferlab.data import result
-from inferlab.roofline import params_read
+from inferlab.common.data import result
+from inferlab.model import roofline, specs
+from inferlab.model.roofline import params_read
 
 RESERVE = 0.10  # family_floor holds back 10 % of memory, as the exercise says
 DAY_S = 86_400

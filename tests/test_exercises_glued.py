@@ -62,7 +62,8 @@ def test_an_edited_solution_fails_its_test(tmp_path):
     cells = solution_code("06_endpoint_lab", "ex-ep-4")
     edited = [cell.replace("gpus=8", "gpus=4") for cell in cells]
     assert edited != cells, "the solution no longer says gpus=8; pick another edit"
-    setup = "from inferlab import endpoint_metrics as em\nfrom inferlab.glue import number\n"
+    setup = ("from inferlab.lab import endpoint_metrics as em\n"
+             "from inferlab.pages.glue import number\n")
     page = MYST_HEADER + "# Page\n\n" + "".join(
         f"```{{code-cell}} ipython3\n{cell}```\n\n" for cell in [setup, *edited])
     build = build_book(write_one_page_book(tmp_path / "src", page), tmp_path / "out")

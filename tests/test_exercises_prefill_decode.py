@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from conftest import glued
 
-from inferlab.data import result
-from inferlab.timing import clocks, rate_with_ttft_tok_per_s
+from inferlab.common.data import result
+from inferlab.lab.timing import clocks, rate_with_ttft_tok_per_s
 
 # LLMPerf's runs of 2023 asked for 150 output tokens ("550 in / 150 out").
 LLMPERF_OUTPUT_TOKENS = 150

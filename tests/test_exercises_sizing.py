@@ -10,9 +10,9 @@ from __future__ import annotations
 import pytest
 from conftest import glued
 
-from inferlab import specs
-from inferlab.calibration import stack_for
-from inferlab.steptime import replica
+from inferlab.model import specs
+from inferlab.model.steptime import replica
+from inferlab.serving.calibration import stack_for
 
 DAY_S = 86_400
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 from conftest import glued
 
-from inferlab.data import load_table, result
-from inferlab.token_counts import count_tokens
+from inferlab.common.data import load_table, result
+from inferlab.tokens.token_counts import count_tokens
 
 OUTPUT_TOKENS = 150  # LLMPerf's runs asked for about 150 output tokens
 

@@ -1,6 +1,6 @@
 """Every explorer of the book, by parametrised tests: a new explorer is covered at once.
 
-The explorers of ``inferlab.explorers`` (issue 16) must: open on the numbers the
+The explorers of ``inferlab.pages.explorers`` (issue 16) must: open on the numbers the
 chapter's text uses; label every control in whole words; change their tables whenever
 any control moves; draw on the site exactly what the notebook draws at the same values,
 from data that fit a page; and be the kind they say (an analytic explorer runs no
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 from conftest import ROOT, glued
 
-from inferlab.explorers import (
+from inferlab.pages.explorers import (
     KINDS,
     Choice,
     Explorer,
@@ -29,7 +29,7 @@ from inferlab.explorers import (
     registered_explorers,
     site,
 )
-from inferlab.explorers.base import REFUSAL
+from inferlab.pages.explorers.base import REFUSAL
 
 REGISTRY = registered_explorers()
 NAMES = sorted(REGISTRY)
@@ -107,7 +107,7 @@ def test_every_control_moved_changes_the_tables(name):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_labels_are_whole_words_shown_whole(name):
-    from inferlab.explorers.live import LiveView
+    from inferlab.pages.explorers.live import LiveView
 
     explorer = REGISTRY[name]
     view = LiveView(explorer)
@@ -211,7 +211,7 @@ def test_the_curve_explorer_opens_on_the_fronts_the_chapter_reads(built_book):
 
 
 def test_the_pieces_explorer_opens_on_the_sentence_of_the_chapters_figure():
-    from inferlab.explorers import tokenization
+    from inferlab.pages.explorers import tokenization
 
     assert f"SENTENCE = {tokenization.SENTENCE!r}" in chapter_text(REGISTRY["tok_pieces"])
     assert REGISTRY["tok_pieces"].defaults()["text"] == tokenization.SENTENCE
@@ -271,7 +271,7 @@ def site_spec(name: str):
 def _render(spec: dict) -> str:
     import vl_convert
 
-    from inferlab.explorers.vega import vega_lite_version
+    from inferlab.pages.explorers.vega import vega_lite_version
 
     return vl_convert.vegalite_to_svg(spec, vl_version=vega_lite_version())
 
@@ -335,7 +335,7 @@ def test_each_chapters_explorer_data_fit_a_page():
 
 
 def test_a_refused_value_shows_its_message_in_both_places():
-    from inferlab.explorers.live import LiveView
+    from inferlab.pages.explorers.live import LiveView
 
     roof = REGISTRY["bw_roofline"]
     view = LiveView(roof)
@@ -348,7 +348,7 @@ def test_a_refused_value_shows_its_message_in_both_places():
 
 
 def test_a_control_that_applies_only_with_another_is_greyed_out_until_then():
-    from inferlab.explorers.live import LiveView
+    from inferlab.pages.explorers.live import LiveView
 
     view = LiveView(REGISTRY["bw_floor"])
     bandwidth = view.controls["bandwidth_tb_s"]
@@ -383,7 +383,7 @@ def _small_explorer(kind: str = "analytic", calls: list | None = None,
 
 
 def test_a_simulation_explorer_computes_the_next_moves_ahead_and_remembers_them():
-    from inferlab.explorers.live import LiveView
+    from inferlab.pages.explorers.live import LiveView
 
     calls: list = []
     view = LiveView(_small_explorer(kind="simulation", calls=calls))
@@ -406,7 +406,7 @@ def test_a_simulation_explorer_computes_the_next_moves_ahead_and_remembers_them(
 
 
 def test_neighbours_stay_in_range_and_skip_a_greyed_out_control():
-    from inferlab.explorers.prefetch import neighbours
+    from inferlab.pages.explorers.prefetch import neighbours
 
     explorer = _small_explorer()
     near = neighbours(explorer, {"a": 0.0, "x": 10.0})
@@ -463,8 +463,8 @@ def test_rounding_keeps_four_significant_figures_and_prints_short():
 # process a simulation explorer that another test ran first would run none.
 _SIMULATOR_RUNS = """
 import sys
-from inferlab import simulator
-from inferlab.explorers import registered_explorers
+from inferlab.serving import simulator
+from inferlab.pages.explorers import registered_explorers
 explorer = registered_explorers()[sys.argv[1]]
 runs = 0
 def profile(frame, event, arg):
@@ -491,10 +491,12 @@ def test_an_explorer_is_the_kind_it_says(name):
 
 # ------------------------------------------------------- model modules stay light
 
-MODEL_MODULES = ["bisection", "calibration", "capacity", "checks", "choosing", "claims", "data",
-                 "endpoint_metrics", "feasibility", "loadgen", "measure", "mlperf", "parallel",
-                 "predict", "roofline", "scheduler", "simulator", "specs", "speculative",
-                 "steptime", "timing", "token_counts", "tokenizers", "traffic"]
+MODEL_MODULES = ["common.bisection", "serving.calibration", "model.capacity", "common.checks",
+                 "choosing", "pages.claims", "common.data", "lab.endpoint_metrics",
+                 "model.feasibility", "serving.loadgen", "lab.measure", "benchmark.mlperf",
+                 "model.parallel", "predict", "model.roofline", "serving.scheduler",
+                 "serving.simulator", "model.specs", "serving.speculative", "model.steptime",
+                 "lab.timing", "tokens.token_counts", "tokens.tokenizers", "benchmark.traffic"]
 
 @pytest.mark.parametrize("module", MODEL_MODULES)
 def test_importing_a_model_module_loads_no_widgets_or_pyplot(module):
@@ -509,7 +511,7 @@ def test_importing_a_model_module_loads_no_widgets_or_pyplot(module):
 def test_the_vega_bundle_is_the_one_recorded_and_loads_nothing():
     import hashlib
 
-    from inferlab.explorers import vega
+    from inferlab.pages.explorers import vega
 
     text = vega.bundle()
     assert hashlib.sha256(text.encode()).hexdigest() == vega.BUNDLE_SHA256

@@ -7,10 +7,10 @@ import math
 import numpy as np
 import pytest
 
-from inferlab import feasibility as fz
-from inferlab.capacity import ACTIVATION_RESERVE_FRACTION, kv_bytes_per_token, weight_bytes
-from inferlab.parallel import chip_spread
-from inferlab.specs import chip, model
+from inferlab.model import feasibility as fz
+from inferlab.model.capacity import ACTIVATION_RESERVE_FRACTION, kv_bytes_per_token, weight_bytes
+from inferlab.model.parallel import chip_spread
+from inferlab.model.specs import chip, model
 
 H200 = "NVIDIA H200 SXM"
 H100 = "NVIDIA H100 SXM"
@@ -112,7 +112,7 @@ def test_pipelined_chips_are_bounded_by_one_chips_bandwidth_whatever_their_count
 
 
 def test_floors_refuse_contexts_beyond_the_models_limit():
-    from inferlab.roofline import model_decode_floor, throughput_at_max_batch
+    from inferlab.model.roofline import model_decode_floor, throughput_at_max_batch
     spec = model("Llama 2 70B")
     with pytest.raises(fz.Infeasible, match="context limit"):
         model_decode_floor(spec, "fp8", 4.8e12, context_tokens=131_072, batch=16)
@@ -138,7 +138,7 @@ def test_pipeline_stages_need_a_link_whose_rate_is_known():
     # feasibility layer itself allows it, since an SRAM pipeline in closed form needs no
     # hand-off time.
     arc = "Intel Arc Pro B60 Dual 48GB (per card)"
-    from inferlab.steptime import replica
+    from inferlab.model.steptime import replica
 
     with pytest.raises(fz.Infeasible, match="pp: 2 stages.*no link or scale-out rate") as error:
         replica("Llama 3.1 70B", arc, 1, "int8", pp=2)
@@ -146,7 +146,7 @@ def test_pipeline_stages_need_a_link_whose_rate_is_known():
 
 
 def test_every_feasible_layout_has_a_finite_step_time():
-    from inferlab.steptime import replica
+    from inferlab.model.steptime import replica
 
     spec = model("Llama 3.1 70B")
     checked = 0

@@ -19,8 +19,8 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from inferlab import figure_rules  # noqa: E402
-from inferlab.plotting import KIND_COLORS, PALETTE, figure, label_kind, plain_log_axis  # noqa: E402
+from inferlab.pages import figure_rules  # noqa: E402
+from inferlab.pages.plotting import KIND_COLORS, PALETTE, figure, label_kind, plain_log_axis  # noqa: E402
 
 
 def _problems(fig) -> list[str]:

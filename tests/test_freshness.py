@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from conftest import ROOT
 
-from inferlab.machine import BANDWIDTH_CACHE_ENV, measured_bandwidth, probe_bandwidth
+from inferlab.lab.machine import BANDWIDTH_CACHE_ENV, measured_bandwidth, probe_bandwidth
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import freshness  # noqa: E402

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab import glue as g
+from inferlab.pages import glue as g
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The instructor guide names the explorers' controls as the reader sees them.
 
 The guide's live demos tell the instructor which control to move, in bold. A control
-renamed in ``inferlab.explorers`` (issue 16 gave every control a label in whole words)
+renamed in ``inferlab.pages.explorers`` (issue 16 gave every control a label in whole words)
 would leave the guide pointing at a slider that no longer exists, so every bold phrase
 must be the label of a control of a registered explorer, in full or up to its
 parenthesis ("precision of the weights", "target rate (queries per second)"), except
@@ -15,7 +15,7 @@ import re
 
 from conftest import ROOT
 
-from inferlab.explorers import registered_explorers
+from inferlab.pages.explorers import registered_explorers
 
 GUIDE = ROOT / "book" / "instructor_guide.md"
 BOLD = re.compile(r"\*\*([^*]+)\*\*")

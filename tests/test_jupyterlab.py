@@ -20,7 +20,7 @@ import sys
 import pytest
 from conftest import ROOT, glued
 
-from inferlab.explorers import registered_explorers
+from inferlab.pages.explorers import registered_explorers
 
 # Loaded by its path: putting benchmarks/ on sys.path would let its tokenizers.py shadow
 # Hugging Face's tokenizers package for every test that imports it later.

@@ -76,8 +76,8 @@ def test_the_circle_finder_finds_a_circle_and_only_a_circle():
 def test_the_graph_sees_deferred_imports():
     graph = import_graph()
     # The package imports its views only when an explorer is first shown.
-    assert "inferlab.explorers.live" in graph["inferlab.explorers"]
-    assert "inferlab.explorers.base" in graph["inferlab.explorers.site"]
+    assert "inferlab.pages.explorers.live" in graph["inferlab.pages.explorers"]
+    assert "inferlab.pages.explorers.base" in graph["inferlab.pages.explorers.site"]
 
 
 def test_no_module_imports_itself_through_others():
@@ -85,9 +85,51 @@ def test_no_module_imports_itself_through_others():
     assert found is None, "an import circle: " + " -> ".join(found)
 
 
+#: The package's layers, lowest first (inferlab/__init__.py): a module imports only from
+#: layers before its own, or from its own folder. Two folders of one layer (the model and
+#: the tokens; the modelled engine and the measured one) know nothing of each other. The
+#: modules at the top of the package ("edge") are the questions a reader asks.
+LAYERS = (("inferlab",), ("common",), ("benchmark",), ("model", "tokens"), ("serving", "lab"),
+          ("edge",), ("pages",))
+
+
+def room(module: str) -> str:
+    """The folder of ``module``: its subpackage, ``edge`` for a top-level module, or
+    ``inferlab`` for the package itself."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "inferlab"
+    folders = {name for layer in LAYERS for name in layer}
+    return parts[1] if parts[1] in folders else "edge"
+
+
+def layer(module: str) -> int:
+    return next(index for index, names in enumerate(LAYERS) if room(module) in names)
+
+
+def upward_arrows(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{source} -> {target}" for source, targets in graph.items()
+                  for target in targets
+                  if room(source) != room(target) and layer(target) >= layer(source))
+
+
+def test_the_layer_check_sees_an_arrow_up_and_one_across():
+    graph = {"inferlab.model.steptime": {"inferlab.serving.calibration",
+                                         "inferlab.tokens.tokenizers",
+                                         "inferlab.common.checks", "inferlab.model.specs"}}
+    assert upward_arrows(graph) == ["inferlab.model.steptime -> inferlab.serving.calibration",
+                                    "inferlab.model.steptime -> inferlab.tokens.tokenizers"]
+
+
+def test_every_module_sits_in_a_layer_and_imports_only_the_layers_below():
+    graph = import_graph()
+    assert {room(module) for module in graph} == {name for names in LAYERS for name in names}
+    assert upward_arrows(graph) == []
+
+
 def test_the_explorers_load_no_plotting_library():
-    # Their colours come from inferlab.colors; matplotlib is the figures' business.
-    code = ("import sys, inferlab.explorers; from inferlab.explorers import registered_explorers;"
+    # Their colours come from inferlab.pages.colors; matplotlib is the figures' business.
+    code = ("import sys; from inferlab.pages.explorers import registered_explorers;"
             " registered_explorers(); print('matplotlib' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=120)
@@ -98,5 +140,5 @@ def test_no_module_draws_its_own_progress_bar():
     # The bar is the notebook's business: a loop that may be long takes it as an argument
     # (``progress=``), so the model and the lab never import the display.
     importers = sorted(name for name, targets in import_graph().items()
-                       if "inferlab.progress" in targets)
+                       if "inferlab.pages.progress" in targets)
     assert importers == [], importers

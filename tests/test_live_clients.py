@@ -2,7 +2,7 @@
 
 Each test runs the real tool (from its own virtual environment, tests/live_tools.py) for a
 few requests against a lab server on a free port of 127.0.0.1, reads the per-request
-records the tool exported with :mod:`inferlab.endpoint_metrics`, applies that tool's
+records the tool exported with :mod:`inferlab.lab.endpoint_metrics`, applies that tool's
 definition, and compares with what the tool reported in the same run. The files under
 ``data/traces/`` document one fixed run of each (tests/test_real_clients.py); these show
 that the definitions still hold for whatever the tools and the server do today.
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from inferlab import endpoint_metrics as em
-from inferlab.server import LabServer, ServerConfig, write_tokenizer_dir
+from inferlab.lab import endpoint_metrics as em
+from inferlab.lab.server import LabServer, ServerConfig, write_tokenizer_dir
 
 pytestmark = pytest.mark.live
 

@@ -15,9 +15,10 @@ import json
 import random
 
 import pytest
+from conftest import ROOT
 
-from inferlab import sentencepiece_bpe
-from inferlab.tokenizers import (
+from inferlab.tokens import sentencepiece_bpe
+from inferlab.tokens.tokenizers import (
     TIKTOKEN_ENCODINGS,
     TOKENIZER_DATA_DIR,
     available_tokenizers,
@@ -26,6 +27,7 @@ from inferlab.tokenizers import (
 )
 
 DATA = TOKENIZER_DATA_DIR
+TEXTS = ROOT / "data" / "texts"
 ALL = available_tokenizers()
 
 
@@ -125,7 +127,7 @@ def test_llama2_long_text_without_spaces_uses_heap_and_matches_short_pieces(llam
 
 
 def test_llama2_count_equals_length_of_encode(llama2):
-    text = (DATA.parent.parent / "data" / "texts" / "prose_de.txt").read_text(encoding="utf-8")
+    text = (TEXTS / "prose_de.txt").read_text(encoding="utf-8")
     assert llama2.count(text) == len(llama2.encode(text, add_bos=False))
     assert llama2.count("") == 0
 
@@ -178,7 +180,7 @@ REFERENCE = json.loads((DATA / "reference_encodings.json").read_text(encoding="u
 @pytest.mark.parametrize("file_name", sorted(REFERENCE))
 @pytest.mark.parametrize("name", ["llama2", "llama3"])
 def test_sample_texts_match_the_javascript_packages(file_name, name):
-    path = DATA.parent.parent / "data" / "texts" / file_name
+    path = TEXTS / file_name
     text = path.read_text(encoding="utf-8")
     entry = REFERENCE[file_name]
     assert hashlib.sha256(text.encode()).hexdigest() == entry["text_sha256"], (
@@ -189,7 +191,7 @@ def test_sample_texts_match_the_javascript_packages(file_name, name):
 
 
 def test_every_sample_text_has_a_reference():
-    texts = sorted(p.name for p in (DATA.parent.parent / "data" / "texts").glob("*.txt"))
+    texts = sorted(p.name for p in (TEXTS).glob("*.txt"))
     assert sorted(REFERENCE) == texts
 
 

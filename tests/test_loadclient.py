@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab.loadclient import LoadSpec, make_prompt, requests_within, run_load
-from inferlab.server import LabServer, ServerConfig
-from inferlab.tokenizers import get_tokenizer
+from inferlab.lab.loadclient import LoadSpec, make_prompt, requests_within, run_load
+from inferlab.lab.server import LabServer, ServerConfig
+from inferlab.tokens.tokenizers import get_tokenizer
 
 MODEL = "inferlab-tiny"
 

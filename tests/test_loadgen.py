@@ -8,10 +8,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from inferlab import early_stopping as es
-from inferlab import loadgen as lg
-from inferlab import mlperf
-from inferlab.simulator import MLPERF_LLAMA2_70B_BOUNDS
+from inferlab.benchmark import early_stopping as es
+from inferlab.benchmark import mlperf
+from inferlab.serving import loadgen as lg
+from inferlab.serving.simulator import MLPERF_LLAMA2_70B_BOUNDS
 
 
 def server_log(n, *, duration_s=700.0, ttft_s=0.5, tpot_s=0.05, tokens=100,
@@ -471,8 +471,8 @@ def test_an_offline_log_keeps_each_query_in_its_issue_place():
     prompts, outputs = np.full(64, 300), np.arange(2, 66)
     log = lg._serve(system, np.zeros(64), prompts, outputs, "all_at_once")
     assert np.array_equal(log.output_tokens, outputs)
-    from inferlab.simulator import simulate
-    from inferlab.traffic import Requests
+    from inferlab.benchmark.traffic import Requests
+    from inferlab.serving.simulator import simulate
     run = simulate(system.replica, Requests(np.zeros(2), np.full(2, 300), np.full(2, 10),
                                             "all_at_once"), system.scheduler)
     with pytest.raises(ValueError, match=r"positions: give one array per run \(1\), not 2"):

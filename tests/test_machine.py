@@ -8,9 +8,9 @@ import math
 import pytest
 from conftest import glued
 
-from inferlab import machine
-from inferlab.engine import available_memory_bytes
-from inferlab.machine import (
+from inferlab.lab import machine
+from inferlab.lab.engine import available_memory_bytes
+from inferlab.lab.machine import (
     BANDWIDTH_CACHE_ENV,
     FLOOR_PROBE_REPEATS,
     blas_threads,

@@ -149,13 +149,13 @@ def test_markdown_reads_as_the_site_prints_it():
     markdown = ("Both do {glue:text}`tflop:,.1f` TFLOP/s, {glue:text}`share:.0%` of it on "
                 "the {glue:text}`chip` at {glue:text}`tokens:,.0f` tokens ({numref}`fig-a`); "
                 "the {term}`roofline <Roofline>` {cite:p}`williams2009roofline,kwon2023vllm` "
-                "of {cite:t}`williams2009roofline` ({func}`~inferlab.roofline.attainable`, "
-                "{func}`inferlab.roofline.attainable`).")
+                "of {cite:t}`williams2009roofline` ({func}`~inferlab.model.roofline.attainable`, "
+                "{func}`inferlab.model.roofline.attainable`).")
     kwon = site.formatted["kwon2023vllm"].label  # as the bibliography labels it, lettered
     assert site.fill(markdown) == (
         "Both do 989.4 TFLOP/s, 46% of it on the H200 at 21,494 tokens (Fig. 1.2); the "
         f"roofline [Williams et al., 2009; {kwon}] of Williams et al. [2009] "
-        "(`attainable()`, `inferlab.roofline.attainable()`).")
+        "(`attainable()`, `inferlab.model.roofline.attainable()`).")
 
 
 def test_a_role_the_build_cannot_fill_stops_the_export():

@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from inferlab import endpoint_metrics as em
-from inferlab.loadclient import RequestTrace
-from inferlab.server import LabServer, ServerConfig
+from inferlab.lab import endpoint_metrics as em
+from inferlab.lab.loadclient import RequestTrace
+from inferlab.lab.server import LabServer, ServerConfig
 
 openai = pytest.importorskip("openai")
 

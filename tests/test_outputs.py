@@ -18,7 +18,7 @@ import re
 import pytest
 from conftest import ROOT
 
-from inferlab import figure_rules
+from inferlab.pages import figure_rules
 
 CHAPTERS = sorted(path.stem for path in (ROOT / "book").glob("[0-9][0-9]_*.md"))
 

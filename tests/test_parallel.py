@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from inferlab import parallel as par
-from inferlab.capacity import weight_bytes
-from inferlab.specs import chip, model
+from inferlab.model import parallel as par
+from inferlab.model.capacity import weight_bytes
+from inferlab.model.specs import chip, model
 
 
 def _step(tp, link=900e9, hop=0.0, batch=1, name="NVIDIA H100 SXM"):

@@ -11,11 +11,11 @@ import pytest
 from conftest import ROOT
 
 import inferlab
-from inferlab import specs
-from inferlab.calibration import stack_for
+from inferlab.benchmark.workload import Workload
+from inferlab.model import specs
 from inferlab.plan import MODES, PlanResult, chip_prices, plan
 from inferlab.predict import predict
-from inferlab.workload import Workload
+from inferlab.serving.calibration import stack_for
 
 H200, B200 = "NVIDIA H200 SXM", "NVIDIA B200"
 EIGHT_B = "Llama 3.1 8B"
@@ -78,7 +78,7 @@ def test_the_whole_plan_meets_its_own_service_level_in_the_simulator(mode):
     whole = predict(H200, found.chips, "Llama 3.1 70B", found.precision, "Server",
                     workload=Workload.fixed(1000, 200), tps=[found.tp], pp=found.pp,
                     ttft_p99_s=3.0, tpot_p99_s=0.06, rate_per_s=found.rate_per_s,
-                    rules=inferlab.loadgen.RunRules(min_duration_s=0.0, min_queries=4000,
+                    rules=inferlab.serving.loadgen.RunRules(min_duration_s=0.0, min_queries=4000,
                                                     offline_min_samples=4000))
     assert whole.valid and whole.completed_share > 0.95
     assert whole.ttft_p99_s <= 3.0 and whole.tpot_p99_s <= 0.06
@@ -131,7 +131,7 @@ def test_the_fastest_stream_is_the_step_the_tpot_floor_is_judged_by():
 
 
 def test_the_plan_explorer_shows_every_chip_it_sizes_planned_or_refused():
-    from inferlab.explorers import hardware
+    from inferlab.pages.explorers import hardware
 
     flow = hardware.plan_explorer_compute(tpot_p99_ms=50, rate_per_s=200.0)
     result = flow.planned
@@ -217,7 +217,7 @@ def test_each_plan_says_where_its_stacks_numbers_came_from():
 
 
 def test_a_trace_brings_its_lengths_and_its_rate():
-    from inferlab.endpoint_metrics import read_trace
+    from inferlab.lab.endpoint_metrics import read_trace
 
     trace = Workload.from_trace(read_trace(ROOT / "data" / "traces" / "guidellm_chat_c2"
                                            / "benchmarks.json"))

@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import pytest  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from inferlab.plotting import figure, ordered_shades, plain_log_axis  # noqa: E402
+from inferlab.pages.plotting import figure, ordered_shades, plain_log_axis  # noqa: E402
 
 
 def _shown_labels(ax, axis) -> list[str]:

@@ -13,12 +13,12 @@ import sys
 import numpy as np
 import pytest
 
-from inferlab import specs
-from inferlab.calibration import Stack, at_bound, bound_share, row_key, stack, stacks
-from inferlab.data import load_table
-from inferlab.feasibility import Infeasible
-from inferlab.loadgen import mlperf_rules
+from inferlab.common.data import load_table
+from inferlab.model import specs
+from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, accepted_chips, peak_batch, predict, tp_options
+from inferlab.serving.calibration import Stack, at_bound, bound_share, row_key, stack, stacks
+from inferlab.serving.loadgen import mlperf_rules
 
 QUICK = ["--scale", "0.05"]
 
@@ -100,7 +100,7 @@ def test_unknown_model_and_scenario_are_refused():
 
 
 def test_peak_batch_counts_queries_in_flight_per_replica():
-    from inferlab.loadgen import QueryLog
+    from inferlab.serving.loadgen import QueryLog
     log = QueryLog([0, 0, 1, 1], [1, 1, 2, 2], [3, 3, 4, 4], [2, 2, 2, 2])
     assert peak_batch(log, 1) == 4
     assert peak_batch(log, 2) == 2
@@ -167,8 +167,8 @@ def test_a_stack_without_a_clock_share_runs_on_no_lower_clocked_card():
     # data/stacks.csv says a share of 0 changes none of a stack's predictions: every
     # card that stack serves by default, and every audited row predicted with it, has
     # no clock slowdown. A v4.1 stack borrows its successor's share.
-    from inferlab.calibration import row_stack, stack_for
-    from inferlab.roofline import clock_slowdown
+    from inferlab.model.roofline import clock_slowdown
+    from inferlab.serving.calibration import row_stack, stack_for
 
     for name in specs.chips():
         chip = specs.chip(name)
@@ -246,7 +246,7 @@ def test_a_run_reached_a_bound_when_a_p99_came_within_five_percent_of_it():
 
 
 def test_engine_settings_come_from_the_submitters_own_configuration():
-    from inferlab.calibration import engine_scheduler, engine_settings
+    from inferlab.serving.calibration import engine_scheduler, engine_settings
     server = engine_settings("TensorRT-LLM FP8", "NVIDIA H200 SXM", "Server")
     inter = engine_settings("TensorRT-LLM FP8", "NVIDIA H200 SXM", "Interactive")
     # NVIDIA's v5.0 H200 files: 1,536 tokens per Server step, 256 per Interactive one.
@@ -300,7 +300,7 @@ def test_a_given_width_must_divide_the_chips_and_fit():
 
 
 def test_scenario_pairs_are_the_systems_that_ran_both_bounded_scenarios():
-    from inferlab.calibration import scenario_pairs
+    from inferlab.serving.calibration import scenario_pairs
     pairs = scenario_pairs(load_table("mlperf_llama2_70b"))
     nebius = next(p for p in pairs if p["submitter"] == "Nebius"
                   and p["accelerator"] == "NVIDIA B200")

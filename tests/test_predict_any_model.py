@@ -12,13 +12,13 @@ import sys
 import pytest
 
 import inferlab
-from inferlab import specs
-from inferlab.calibration import stack_for
-from inferlab.feasibility import Infeasible
+from inferlab.benchmark.workload import Workload
+from inferlab.model import specs
+from inferlab.model.feasibility import Infeasible
+from inferlab.model.steptime import replica
 from inferlab.predict import accepted_models, layout_options, predict
-from inferlab.scheduler import Scheduler
-from inferlab.steptime import replica
-from inferlab.workload import Workload
+from inferlab.serving.calibration import stack_for
+from inferlab.serving.scheduler import Scheduler
 
 H200, B200, H100 = "NVIDIA H200 SXM", "NVIDIA B200", "NVIDIA H100 SXM"
 CHAT = Workload.fixed(1000, 200)
@@ -176,7 +176,7 @@ def test_expert_parallelism_replaces_the_expert_all_reduce_with_all_to_alls():
 
 
 def test_a_mixture_reads_more_experts_as_the_batch_grows_and_the_floor_says_so():
-    from inferlab.roofline import model_decode_floor, params_read
+    from inferlab.model.roofline import model_decode_floor, params_read
 
     spec = specs.model("Mixtral 8x7B")
     reads = [params_read(spec, t) for t in (1, 2, 8, 64, 512)]
@@ -189,7 +189,7 @@ def test_a_mixture_reads_more_experts_as_the_batch_grows_and_the_floor_says_so()
 
 
 def test_sliding_window_layers_hold_no_more_than_their_window():
-    from inferlab.capacity import kv_bytes_for_context, kv_bytes_per_token
+    from inferlab.model.capacity import kv_bytes_for_context, kv_bytes_per_token
 
     oss = specs.model("gpt-oss 120B")  # 18 of 36 layers attend within 128 tokens
     per_token = kv_bytes_per_token(oss, "fp8")

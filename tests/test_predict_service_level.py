@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from inferlab.loadgen import RunRules, mlperf_rules
-from inferlab.mlperf import bounds
+from inferlab.benchmark.mlperf import bounds
+from inferlab.benchmark.workload import Workload
 from inferlab.predict import predict
-from inferlab.workload import Workload
+from inferlab.serving.loadgen import RunRules, mlperf_rules
 
 H200 = "NVIDIA H200 SXM"
 CHAT = Workload.fixed(1000, 200)

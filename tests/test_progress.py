@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from inferlab import progress as p
+from inferlab.pages import progress as p
 
 
 class Handle:
@@ -85,8 +85,8 @@ def test_an_iterable_without_a_length_needs_a_total():
 
 
 def test_a_loop_takes_the_bar_as_an_argument_and_refuses_what_is_not_one():
-    from inferlab import checks
-    from inferlab.loadgen import example_system, find_server_rate
+    from inferlab.common import checks
+    from inferlab.serving.loadgen import example_system, find_server_rate
 
     # None passes the items through, closable as a bar is; a bar wraps them with its label.
     quiet = checks.shown("progress", None, range(3), label="ignored")

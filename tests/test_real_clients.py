@@ -3,7 +3,7 @@
 The files under ``data/traces/`` were written by the real tools run against the
 lab server (``data/traces/README.md`` has the commands, versions and date).
 Each test reads a tool's per-request records into the book's trace type,
-applies that tool's definition from :mod:`inferlab.endpoint_metrics`, and
+applies that tool's definition from :mod:`inferlab.lab.endpoint_metrics`, and
 compares with the aggregate the tool itself reported in the same run.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from inferlab import endpoint_metrics as em
+from inferlab.lab import endpoint_metrics as em
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 

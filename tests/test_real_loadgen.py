@@ -1,9 +1,9 @@
-"""inferlab.loadgen against MLCommons' own LoadGen, on the same runs.
+"""inferlab.serving.loadgen against MLCommons' own LoadGen, on the same runs.
 
 Each run is a real LoadGen test (``mlperf_loadgen``) of a few seconds at most,
-against a Python SUT answering on a seeded timetable (inferlab.real_loadgen). The
+against a Python SUT answering on a seeded timetable (inferlab.serving.real_loadgen). The
 per-query log is rebuilt from LoadGen's trace, in its own nanoseconds, and then
-judged by inferlab.loadgen.judge; every figure LoadGen wrote must come out again.
+judged by inferlab.serving.loadgen.judge; every figure LoadGen wrote must come out again.
 
 Tolerances: latencies agree to 1 ns. LoadGen keeps integer nanoseconds and
 truncates TPOT, ``(latency - ttft) / (tokens - 1)``, to a whole nanosecond, where we
@@ -19,12 +19,12 @@ import re
 import numpy as np
 import pytest
 
-from inferlab import early_stopping as es
-from inferlab import loadgen as lg
-from inferlab import mlperf
+from inferlab.benchmark import early_stopping as es
+from inferlab.benchmark import mlperf
+from inferlab.serving import loadgen as lg
 
 real = pytest.importorskip("mlperf_loadgen")
-from inferlab import real_loadgen as rl  # noqa: E402  (needs the package above)
+from inferlab.serving import real_loadgen as rl  # noqa: E402  (needs the package above
 
 DATASET = 24  # samples: small, so that equal issue pads to a multiple LoadGen can reach fast
 NS = 1e-9

@@ -7,9 +7,9 @@ import itertools
 import numpy as np
 import pytest
 
-from inferlab import roofline as rl
-from inferlab.capacity import BYTES_PER_PARAM, kv_bytes_per_token, weight_bytes
-from inferlab.specs import chip, chips, model, models
+from inferlab.model import roofline as rl
+from inferlab.model.capacity import BYTES_PER_PARAM, kv_bytes_per_token, weight_bytes
+from inferlab.model.specs import chip, chips, model, models
 
 
 def _bandwidth(name):

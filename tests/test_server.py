@@ -10,10 +10,10 @@ import httpx
 import numpy as np
 import pytest
 
-from inferlab.engine import Engine, EngineConfig
-from inferlab.loadclient import LoadSpec, run_load
-from inferlab.server import LabServer, ServerConfig
-from inferlab.tokenizers import get_tokenizer
+from inferlab.lab.engine import Engine, EngineConfig
+from inferlab.lab.loadclient import LoadSpec, run_load
+from inferlab.lab.server import LabServer, ServerConfig
+from inferlab.tokens.tokenizers import get_tokenizer
 
 TINY = ServerConfig(size="tiny", context_tokens=4096)
 MODEL = "inferlab-tiny"
@@ -329,7 +329,7 @@ def test_harmless_values_of_those_parameters_are_accepted(server, client):
 
 def test_tokenizer_json_cuts_text_as_tiktoken_does(tmp_path):
     tokenizers = pytest.importorskip("tokenizers")
-    from inferlab.server import write_tokenizer_dir
+    from inferlab.lab.server import write_tokenizer_dir
 
     folder = write_tokenizer_dir(tmp_path / "tok")
     hf = tokenizers.Tokenizer.from_file(str(folder / "tokenizer.json"))
@@ -346,7 +346,7 @@ def test_tokenizer_json_cuts_text_as_tiktoken_does(tmp_path):
 
 
 def test_command_line_sets_model_and_eos(monkeypatch):
-    from inferlab import server as server_module
+    from inferlab.lab import server as server_module
 
     seen = {}
 

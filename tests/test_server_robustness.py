@@ -20,9 +20,9 @@ import httpx
 import numpy as np
 import pytest
 
-from inferlab.engine import Engine, EngineConfig
-from inferlab.loadclient import LoadSpec, run_load
-from inferlab.server import MAX_JSON_DEPTH, LabServer, ServerConfig
+from inferlab.lab.engine import Engine, EngineConfig
+from inferlab.lab.loadclient import LoadSpec, run_load
+from inferlab.lab.server import MAX_JSON_DEPTH, LabServer, ServerConfig
 
 MODEL = "inferlab-tiny"
 TIMEOUT = httpx.Timeout(30.0)
@@ -421,7 +421,7 @@ def test_200_concurrent_streams_and_32_disconnects_leak_nothing():
 BLAS_PROBE = """
 import time
 from threadpoolctl import threadpool_info
-from inferlab.server import LabServer, ServerConfig
+from inferlab.lab.server import LabServer, ServerConfig
 
 def blas_threads():
     return max(lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas")
@@ -456,7 +456,7 @@ def test_a_signal_ends_open_streams_cleanly(signum):
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "inferlab.server", "--size", "tiny", "--port", str(port),
+        [sys.executable, "-m", "inferlab.lab.server", "--size", "tiny", "--port", str(port),
          "--context-tokens", "400000"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

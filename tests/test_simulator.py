@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab import simulator as sim
-from inferlab.steptime import replica, steady_state
-from inferlab.traffic import Lengths, make_requests
+from inferlab.benchmark.traffic import Lengths, make_requests
+from inferlab.model.steptime import replica, steady_state
+from inferlab.serving import simulator as sim
 
 H200 = "NVIDIA H200 SXM"
 

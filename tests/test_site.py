@@ -356,7 +356,7 @@ def test_search_finds_results(visits):
 # ------------------------------------------------------------------- the explorers
 
 def _explorer_names() -> list[str]:
-    from inferlab.explorers import registered_explorers
+    from inferlab.pages.explorers import registered_explorers
 
     chapters = {page.removesuffix(".html") for page in PAGES}
     return sorted(name for name, explorer in registered_explorers().items()
@@ -405,7 +405,7 @@ def test_every_input_of_an_explorer_moves_its_figure_offline(browser, site, name
     that switches it on has chosen so), with no console error. An input the site fixes
     at one value (``fixed_on_site``) is disabled instead; the notebook moves it, and
     tests/test_explorers.py checks that moving it there changes the figure."""
-    from inferlab.explorers import registered_explorers
+    from inferlab.pages.explorers import registered_explorers
 
     explorer = registered_explorers()[name]
     page = f"book/{explorer.chapter}.html"

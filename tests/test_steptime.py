@@ -5,12 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab import steptime as st
-from inferlab.capacity import ACTIVATION_RESERVE_FRACTION
-from inferlab.feasibility import Infeasible
-from inferlab.parallel import allreduce_s
-from inferlab.roofline import activation_bytes_per_token, attention_flop_per_pair, flop_per_token
-from inferlab.specs import chip, model
+from inferlab.model import steptime as st
+from inferlab.model.capacity import ACTIVATION_RESERVE_FRACTION
+from inferlab.model.feasibility import Infeasible
+from inferlab.model.parallel import allreduce_s
+from inferlab.model.roofline import (
+    activation_bytes_per_token,
+    attention_flop_per_pair,
+    flop_per_token,
+)
+from inferlab.model.specs import chip, model
 
 H200 = "NVIDIA H200 SXM"
 H100 = "NVIDIA H100 SXM"

@@ -7,16 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from inferlab.data import result
-from inferlab.speculative import (
-    acceptance_rate_for_speedup,
-    best_draft_tokens,
-    expected_tokens_per_step,
-    least_acceptance_for_speedup,
-    speculative_decoding,
-    speedup,
-)
-from inferlab.timing import (
+from inferlab.common.data import result
+from inferlab.lab.timing import (
     clocks,
     decode_only_rate_tok_per_s,
     decode_rate_from_rate_with_ttft_tok_per_s,
@@ -27,6 +19,14 @@ from inferlab.timing import (
     request_timeline,
     ttft_for_rate_s,
     words_per_minute,
+)
+from inferlab.serving.speculative import (
+    acceptance_rate_for_speedup,
+    best_draft_tokens,
+    expected_tokens_per_step,
+    least_acceptance_for_speedup,
+    speculative_decoding,
+    speedup,
 )
 
 # --- published figures ------------------------------------------------------------------------
@@ -257,7 +257,7 @@ def test_error_message_gives_the_value_and_the_allowed_range():
 
 
 def test_the_explorers_functions_give_the_chapters_example_and_reject_bad_values():
-    from inferlab.timing import reconcile_explorer_compute, timeline_explorer_compute
+    from inferlab.lab.timing import reconcile_explorer_compute, timeline_explorer_compute
 
     timeline = timeline_explorer_compute(550, 150, 270)
     assert timeline.ttft_s == pytest.approx(0.05 + 550 / 3000)

@@ -1,4 +1,4 @@
-"""Tests for ``inferlab.token_counts``: the sample texts, the count table and the
+"""Tests for ``inferlab.tokens.token_counts``: the sample texts, the count table and the
 normalisation arithmetic of the tokenizers chapter."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import shutil
 
 import pytest
 
-from inferlab import token_counts as tc
-from inferlab.tokenizers import available_tokenizers, get_tokenizer
+from inferlab.tokens import token_counts as tc
+from inferlab.tokens.tokenizers import available_tokenizers, get_tokenizer
 
 
 @pytest.fixture(scope="module")

@@ -1,9 +1,9 @@
-"""Tests for ``inferlab.tokenizers`` and the bundled tiktoken files.
+"""Tests for ``inferlab.tokens.tokenizers`` and the bundled tiktoken files.
 
 The offline test runs a fresh Python with ``TIKTOKEN_CACHE_DIR`` unset, an
 unreachable proxy, and ``tiktoken.load.read_file`` (tiktoken's only download
 path) replaced by a function that raises, so it passes only if every encoding
-is read from ``inferlab/tiktoken_cache``.
+is read from ``inferlab/tokens/tiktoken_cache``.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import inferlab
-from inferlab.tokenizers import available_tokenizers, get_tokenizer
+from inferlab.tokens.tokenizers import available_tokenizers, get_tokenizer
 
 NAMES = ("r50k_base", "p50k_base", "cl100k_base", "o200k_base")
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab.data import load_table
-from inferlab.loadgen import Workload, mlperf_rules
-from inferlab.mlperf import LLAMA2_70B_MEAN_PROMPT_TOKENS
-from inferlab.traffic import DatasetLengths, mlperf_input_lengths
+from inferlab.benchmark.mlperf import LLAMA2_70B_MEAN_PROMPT_TOKENS
+from inferlab.benchmark.traffic import DatasetLengths, mlperf_input_lengths
+from inferlab.common.data import load_table
+from inferlab.serving.loadgen import Workload, mlperf_rules
 
 
 def test_the_table_holds_every_sample_of_mlperfs_data_set_once():

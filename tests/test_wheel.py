@@ -43,7 +43,7 @@ from conftest import ROOT, import_statements
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from inferlab import data
+from inferlab.common import data
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import notebooks  # noqa: E402  (the exported notebooks' setup cell)
@@ -120,7 +120,9 @@ PROBE = """
 import json, os, sys
 {imports}
 import inferlab
-from inferlab import data, specs, token_counts
+from inferlab.common import data
+from inferlab.model import specs
+from inferlab.tokens import token_counts
 
 chip = specs.chip("NVIDIA H200 SXM")
 counts = token_counts.count_tokens()
@@ -182,7 +184,7 @@ def test_the_installed_package_holds_every_module_and_data_file(build, installed
     assert [name for name in expected if found[name] != expected[name]] == []
     for needed in ("tables/hardware.csv", "tables/texts/manifest.csv",
                    "tables/traces/guidellm_chat_c2/benchmarks.json",
-                   "tokenizer_data/llama2.vocab", "tokenizer_data/llama3.tiktoken"):
+                   "tokens/tokenizer_data/llama2.vocab", "tokens/tokenizer_data/llama3.tiktoken"):
         assert needed in found
 
 
@@ -202,7 +204,7 @@ def test_the_installed_package_works_from_another_folder_offline(build, installe
     assert len(modules) > 20  # the chapters import most of the package
     assert [m for m in modules if not m.is_relative_to(package)] == []
     assert Path(probe["data_dir"]).resolve() == package / "tables"
-    assert Path(probe["tiktoken_cache"]).resolve() == package / "tiktoken_cache"
+    assert Path(probe["tiktoken_cache"]).resolve() == package / "tokens" / "tiktoken_cache"
     assert not Path(probe["data_dir"]).resolve().is_relative_to(ROOT)
 
     assert Path(expected["data_dir"]).resolve() == (sources / "data").resolve()
@@ -217,12 +219,12 @@ def test_the_installed_package_works_from_another_folder_offline(build, installe
 
 
 EDITABLE_PROBE = """
-import inferlab.data, inferlab.tables
+import inferlab.common.data, inferlab.tables
 print(inferlab.tables.__file__)
-print(inferlab.data.DATA_DIR)
+print(inferlab.common.data.DATA_DIR)
 try:
-    print(len(inferlab.data.load_table("stacks")))
-except inferlab.data.DataError as error:
+    print(len(inferlab.common.data.load_table("stacks")))
+except inferlab.common.data.DataError as error:
     print(error)
 """
 
@@ -253,8 +255,9 @@ def test_an_editable_install_reads_the_sources_data_in_place(tmp_path):
 
 
 def test_sources_on_sys_path_without_an_install_find_data_next_to_the_package(tmp_path):
-    code = ("import importlib.util, inferlab.data\n"
-            "print(importlib.util.find_spec('inferlab.tables')); print(inferlab.data.DATA_DIR)")
+    code = ("import importlib.util, inferlab.common.data\n"
+            "print(importlib.util.find_spec('inferlab.tables'));"
+            " print(inferlab.common.data.DATA_DIR)")
     spec, data_dir = _from_sources(ROOT, code, tmp_path).strip().splitlines()
     assert spec == "None"
     assert Path(data_dir) == ROOT / "data"
@@ -308,9 +311,10 @@ def _requires(wheel: Path) -> list[str]:
 
 #: The extra a module (or package: every module in it) needs beyond the core dependencies;
 #: every other module needs only the core.
-EXTRA_OF_MODULE = {"server": "lab", "engine_loop": "lab", "openai_api": "lab",
-                   "loadclient": "lab", "endpoint_metrics": "lab",
-                   "real_loadgen": "loadgen", "glue": "notebooks", "explorers": "notebooks"}
+EXTRA_OF_MODULE = {"lab.server": "lab", "lab.engine_loop": "lab", "lab.openai_api": "lab",
+                   "lab.loadclient": "lab", "lab.endpoint_metrics": "lab",
+                   "serving.real_loadgen": "loadgen", "pages.glue": "notebooks",
+                   "pages.explorers": "notebooks"}
 
 
 def _imported(path: Path) -> set[str]:
@@ -318,8 +322,8 @@ def _imported(path: Path) -> set[str]:
     names: set[str] = set()
     for module, name in import_statements(path):
         names.add(module)
-        if module == "inferlab" and name is not None:  # from inferlab import specs
-            names.add(f"inferlab.{name}")
+        if module.split(".")[0] == "inferlab" and name is not None:
+            names.add(f"{module}.{name}")  # from inferlab.model import specs
     return names
 
 
@@ -345,7 +349,10 @@ def test_every_third_party_import_is_declared(build):
                     assert top in providers, f"{current} imports {top}, which nothing provides"
                     needed.update(canonicalize_name(d) for d in providers[top])
         local = name.removeprefix("inferlab.")
-        extra = EXTRA_OF_MODULE.get(local, EXTRA_OF_MODULE.get(local.split(".")[0]))
+        # A module's own extra, else that of the package holding it (pages.explorers.live).
+        parts = local.split(".")
+        extra = next((EXTRA_OF_MODULE[".".join(parts[:n])] for n in range(len(parts), 0, -1)
+                      if ".".join(parts[:n]) in EXTRA_OF_MODULE), None)
         allowed = core | (_extra_closure(requires, extra) if extra else set())
         if needed - allowed:
             undeclared[name] = sorted(needed - allowed)

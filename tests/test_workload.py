@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab.data import DATA_DIR
-from inferlab.endpoint_metrics import read_trace
-from inferlab.loadgen import mlperf_rules
-from inferlab.traffic import Lengths, mlperf_input_lengths
-from inferlab.workload import (
+from inferlab.benchmark.traffic import Lengths, mlperf_input_lengths
+from inferlab.benchmark.workload import (
     MIN_OUTPUT_TOKENS,
     Workload,
     check_fits_context,
     dataset_lengths,
     datasets,
 )
+from inferlab.common.data import DATA_DIR
+from inferlab.lab.endpoint_metrics import read_trace
+from inferlab.serving.loadgen import mlperf_rules
 
 
 def test_the_default_is_mlperfs_llama2_70b_mix_drawn_as_before():
@@ -68,8 +68,12 @@ def test_each_mlperf_data_set_is_drawn_in_whole_passes_of_its_own_pairs():
 
 
 def test_llama31_8b_answers_run_to_the_cap_at_the_checkers_character_count():
-    from inferlab.tokenizers import get_tokenizer
-    from inferlab.workload import LLAMA31_8B_GENERATED_CHARS, LLAMA31_8B_OUTPUT, MAX_OUTPUT_TOKENS
+    from inferlab.benchmark.workload import (
+        LLAMA31_8B_GENERATED_CHARS,
+        LLAMA31_8B_OUTPUT,
+        MAX_OUTPUT_TOKENS,
+    )
+    from inferlab.tokens.tokenizers import get_tokenizer
 
     text = (DATA_DIR / "texts" / "prose_en.txt").read_text(encoding="utf-8")
     chars_per_token = len(text) / len(get_tokenizer("llama3").encode(text))

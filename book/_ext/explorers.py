@@ -1,16 +1,16 @@
 """The explorers on the site: precomputed when the book is built, drawn by Vega.
 
-- Before any notebook runs, this sets ``inferlab.explorers.SITE_ENV`` in the build's
+- Before any notebook runs, this sets ``inferlab.pages.explorers.SITE_ENV`` in the build's
   environment; the kernels myst-nb starts inherit it, so a chapter cell that displays
   an explorer gives the site's static explorer as ``text/html`` (its grid computed
   then), where a reader's kernel gives a live view and computes no grid.
 - ``_static/explorers/vega.js`` is written from the pinned ``vl-convert-python``
-  (:func:`inferlab.explorers.vega.bundle`, which refuses a bundle whose sha256 was not
+  (:func:`inferlab.pages.explorers.vega.bundle`, which refuses a bundle whose sha256 was not
   recorded). A page that shows an explorer loads ``_static/explorers.js`` and
   ``_static/explorers.css``; the script loads the bundle when the first explorer comes
   near the window, and draws each explorer then.
 - Each page's explorer data is logged, and a page carrying more than
-  :data:`inferlab.explorers.site.LIMIT_BYTES` fails the build.
+  :data:`inferlab.pages.explorers.site.LIMIT_BYTES` fails the build.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 from sphinx.errors import ExtensionError
 from sphinx.util import logging
 
-from inferlab.explorers.base import SITE_ENV
-from inferlab.explorers.site import LIMIT_BYTES
+from inferlab.pages.explorers.base import SITE_ENV
+from inferlab.pages.explorers.site import LIMIT_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ _SIZE = re.compile(r'class="inferlab-explorer" data-explorer="([^"]+)" data-byte
 def _site_mode(app) -> None:
     if app.builder.name not in SITE_BUILDERS:
         return
-    from inferlab.explorers.vega import bundle
+    from inferlab.pages.explorers.vega import bundle
 
     try:
         bundle()  # refused now, before the notebooks run, rather than at the end
@@ -66,7 +66,7 @@ def _scripts(app, pagename, templatename, context, doctree) -> None:
 def _write_bundle(app, exception) -> None:
     if exception is not None or app.builder.name not in SITE_BUILDERS:
         return
-    from inferlab.explorers.vega import bundle
+    from inferlab.pages.explorers.vega import bundle
 
     target = Path(app.outdir) / "_static" / BUNDLE
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -7,7 +7,7 @@ differs from the one stored beside the cache, it empties the cache and asks
 Sphinx to re-read every page, so every notebook executes afresh.
 
 The bandwidth every chapter's floor divides by is measured once per build: the
-extension points :func:`inferlab.machine.measured_bandwidth` (through
+extension points :func:`inferlab.lab.machine.measured_bandwidth` (through
 ``$INFERLAB_BANDWIDTH_CACHE``, inherited by the notebook kernels) at a folder
 beside the cache and empties it with the cache, so cached and re-executed
 chapters quote one figure and a fresh build measures afresh.
@@ -21,8 +21,8 @@ import shutil
 from pathlib import Path
 
 import inferlab
-from inferlab.data import DATA_DIR
-from inferlab.machine import BANDWIDTH_CACHE_ENV
+from inferlab.common.data import DATA_DIR
+from inferlab.lab.machine import BANDWIDTH_CACHE_ENV
 
 STAMP = "inferlab-and-data.sha256"
 #: The folder, beside the notebook cache, that holds the build's bandwidth measurement.

@@ -1,4 +1,4 @@
-// The site's explorers (inferlab/explorers/site.py). Each .inferlab-explorer holds the
+// The site's explorers (inferlab/pages/explorers/site.py). Each .inferlab-explorer holds the
 // Vega-Lite spec of its chart, with its data precomputed when the page was built; this
 // draws it with vegaEmbed and greys out an input while it cannot change the figure (a
 // control's only_when), or for good where the site offers one value of it (fixed).

@@ -1,0 +1,827 @@
+"""One trace, six definitions: each benchmark tool's metrics, computed from the same run.
+
+Every function here is pure: it reads :class:`inferlab.benchmark.traces.RequestTrace`
+objects (send time, each streamed chunk's arrival time and text, the server's
+usage) and applies one tool's definition as its source code computes it. Times
+are seconds, rates tokens per second. A *choice chunk* is a streamed event that
+carries a choice (a chat role chunk with empty text is one); a *content chunk*
+is one whose text is not empty. The definitions, and the code they were read
+from:
+
+LLMPerf (Anyscale)
+    From ``get_token_throughput_latencies`` in ``token_benchmark_ray.py`` and
+    ``src/llmperf/ray_clients/openai_chat_completions_client.py``. TTFT is the
+    first content chunk. The client adds up the gaps between
+    content chunks starting with TTFT (the time to the last content chunk) and
+    the benchmark loop divides that sum by the client's count of received
+    events (every streamed choice chunk, the role and finish chunks included),
+    not by tokens. Output tokens are counted by re-tokenizing the text with
+    one fixed Llama 2 tokenizer (``hf-internal-testing/llama-tokenizer``,
+    whose ``encode`` adds a BOS token), whatever model served it; the
+    per-request output throughput is those tokens over the end-to-end latency
+    (to the end of the stream), TTFT included.
+
+vLLM's serving benchmark (``vllm bench serve``)
+    From ``calculate_metrics`` in ``vllm/benchmarks/serve.py`` and
+    ``vllm/benchmarks/lib/endpoint_request_func.py``. TTFT is the first choice
+    chunk (a chat role chunk starts the clock); the
+    latency ends at the last choice chunk; ITL is every gap between
+    consecutive choice chunks, pooled over requests (a chunk, not a token).
+    Output tokens are the usage's ``completion_tokens``; without usage the
+    text is re-tokenized with the model's tokenizer (no special tokens). TPOT
+    is ``(latency - TTFT) / (tokens - 1)`` for requests of more than one token.
+    Total token throughput adds the prompt lengths the *client* sized (its
+    ``prompt_len``), not the server's usage; the newest source read (commit
+    ``02cfb53``) replaces them with the usage's ``prompt_tokens`` when the
+    server sends them (``prompt_source="server"``). Means, medians and
+    ``numpy.percentile``.
+
+MLPerf Inference (MLCommons rules and LoadGen)
+    TTFT runs to the first token and TPOT is ``(latency - TTFT) / (tokens - 1)``
+    with the tokens the system under test reports; from a client, the first
+    and the last content chunk. A run is judged by the 99th percentiles,
+    LoadGen style (no interpolation, :func:`inferlab.benchmark.early_stopping.loadgen_percentile`),
+    against the model's bounds (:func:`inferlab.benchmark.mlperf.bounds`), and reports
+    one number: tokens per second of the whole system, valid only if both
+    p99 values are within their bounds. MLPerf has no per-user rate.
+
+NVIDIA AIPerf (version 0.13)
+    From ``aiperf/metrics/types/`` and ``aiperf/records/inference_result_parser.py``.
+    Only content chunks count as responses: TTFT is the first, the request
+    latency ends at the last, and the inter chunk latency is each gap between
+    them. Output tokens are, by default, the generated text re-tokenized with
+    the model's Hugging Face tokenizer (``add_special_tokens=False``); with
+    ``--use-server-token-count`` they are the usage's ``completion_tokens``.
+    Its "inter token latency" is ``(request latency - TTFT) / (tokens - 1)``;
+    "output token throughput per user" is its reciprocal, averaged over
+    requests; the benchmark duration runs from the first send to the last
+    content chunk.
+
+guidellm (version 0.8)
+    From ``GenerativeRequestStats`` in ``src/guidellm/schemas/request_stats.py``
+    and ``src/guidellm/backends/openai/http.py``. TTFT is the first content chunk. Its "ITL" is
+    ``(last content - first content) / (tokens - 1)`` (vLLM's TPOT) and its
+    "TPOT" is ``(last content - send) / tokens``, TTFT included (LLMPerf's
+    formula). Tokens are the usage's ``completion_tokens``. Over a run it
+    weights ITL and TPOT by tokens (the mean is total time over total tokens)
+    and divides all output tokens by the benchmark's duration.
+
+InferenceMAX (SemiAnalysis)
+    Runs vLLM's serving benchmark and plots throughput per GPU (total, input
+    plus output, token throughput divided by the GPU count; also output only)
+    against interactivity, ``1000 / TPOT in ms`` tokens per second per user,
+    at the median.
+
+The readers at the end (:func:`read_aiperf_raw`, :func:`read_guidellm`,
+:func:`read_vllm_bench`, :func:`read_llmperf`) turn each tool's saved per-request
+records into the book's :class:`~inferlab.benchmark.traces.Trace`, so every definition
+can be applied to a run any of them recorded.
+
+Used in the endpoint lab.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from inferlab.benchmark.early_stopping import loadgen_percentile
+from inferlab.benchmark.mlperf import LatencyBounds
+from inferlab.benchmark.traces import RequestTrace, Trace
+from inferlab.common import checks
+from inferlab.tokens.tokenizers import get_tokenizer
+
+#: The tokenizer LLMPerf counts every model's output with (Llama 1/2's, 32,000 ids).
+LLMPERF_TOKENIZER = "llama2"
+
+#: The text a reader gives a content chunk whose own text the tool's file did not keep.
+PLACEHOLDER = "\N{HORIZONTAL ELLIPSIS}"
+
+
+# -- per-request primitives ------------------------------------------------------------------
+
+
+def _check_trace(r) -> None:
+    if len(r.chunk_s) != len(r.chunk_text):
+        raise ValueError(f"request {r.index}: chunk_s and chunk_text differ in length")
+    if any(b < a for a, b in zip(r.chunk_s, r.chunk_s[1:], strict=False)):
+        raise ValueError(f"request {r.index}: chunk times must not decrease")
+
+
+def _content_times(r) -> list[float]:
+    _check_trace(r)
+    return [t for t, text in zip(r.chunk_s, r.chunk_text, strict=True) if text]
+
+
+def _choice_times(r) -> list[float]:
+    _check_trace(r)
+    return [t for t, text in zip(r.chunk_s, r.chunk_text, strict=True) if text is not None]
+
+
+def first_content_s(r) -> float:
+    """Time from sending to the first content chunk (LLMPerf, MLPerf, AIPerf, guidellm), or nan."""
+    times = _content_times(r)
+    return times[0] - r.send_s if times else math.nan
+
+
+def first_choice_s(r) -> float:
+    """Time from sending to the first chunk that carries a choice, empty or not (vLLM)."""
+    times = _choice_times(r)
+    return times[0] - r.send_s if times else math.nan
+
+
+def last_content_s(r) -> float:
+    """Time from sending to the last content chunk (AIPerf's request latency); nan if none."""
+    times = _content_times(r)
+    return times[-1] - r.send_s if times else math.nan
+
+
+def last_choice_s(r) -> float:
+    """Time from sending to the last chunk with a choice (vLLM's latency); nan if none."""
+    times = _choice_times(r)
+    return times[-1] - r.send_s if times else math.nan
+
+
+def e2e_s(r) -> float:
+    """End-to-end latency, sending to the end of the stream (LLMPerf, guidellm)."""
+    return r.end_s - r.send_s
+
+
+def chunk_gaps_s(r) -> list[float]:
+    """Gaps between consecutive chunks that carry a choice (vLLM's ITL)."""
+    times = _choice_times(r)
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+def content_gaps_s(r) -> list[float]:
+    """Gaps between consecutive content chunks (AIPerf's inter chunk latency)."""
+    times = _content_times(r)
+    return [b - a for a, b in zip(times, times[1:], strict=False)]
+
+
+def tpot_s(r, tokens: int | None = None) -> float:
+    """vLLM's TPOT, ``(latency - TTFT) / (tokens - 1)`` from the first to the last choice chunk.
+
+    ``tokens`` defaults to the server's ``completion_tokens``; nan for one
+    token or fewer (the formula has no gap to divide by), as vLLM skips them.
+    A ``tokens`` given must be at least 2: asking for the TPOT of a count that has
+    none is refused by name rather than answered with nan.
+    """
+    if tokens is not None:
+        tokens = checks.whole("tokens", tokens, minimum=2)
+    return _tpot(r, r.completion_tokens if tokens is None else tokens)
+
+
+def _tpot(r, n: int | None) -> float:
+    if n is None or n < 2:
+        return math.nan
+    return (last_choice_s(r) - first_choice_s(r)) / (n - 1)
+
+
+def llama2_counter(count_bos: bool = True) -> Callable[[str], int]:
+    """LLMPerf's token count: Llama 2 tokens of the text, plus one BOS token if ``count_bos``."""
+    tokenizer = get_tokenizer(LLMPERF_TOKENIZER)
+    extra = 1 if count_bos else 0
+    return lambda text: tokenizer.count(text) + extra
+
+
+def tokenizer_counter(name: str) -> Callable[[str], int]:
+    """A counter that re-tokenizes text with one of the book's tokenizers, adding no special token.
+
+    What AIPerf (by default) and vLLM (without usage) do with the model's own
+    tokenizer; for the lab server that is its ``cl100k_base``.
+    """
+    tokenizer = get_tokenizer(name)
+    return tokenizer.count
+
+
+def synthetic_request(ttft_s: float, tpot_s: float, tokens: int, tokens_per_chunk: int = 1,
+                      token_text: str = "x", prompt_tokens: int = 1):
+    """A constructed trace: first chunk at ``ttft_s``, then one token every ``tpot_s``.
+
+    Tokens are streamed ``tokens_per_chunk`` at a time (a chunk leaves when its
+    last token is ready), each token's text is ``token_text``, and the server
+    reports ``tokens``; the prompt is ``prompt_tokens`` long for client and
+    server alike. For exercises and for showing how a definition reacts to one
+    change at a time (endpoint lab).
+    """
+    tokens = checks.whole("tokens", tokens, maximum=checks.MAX_ITEMS)
+    tokens_per_chunk = checks.whole("tokens_per_chunk", tokens_per_chunk)
+    prompt_tokens = checks.whole("prompt_tokens", prompt_tokens)
+    ttft_s, tpot_s = checks.positive("ttft_s", ttft_s), checks.positive("tpot_s", tpot_s)
+    checks.text("token_text", token_text, empty=True)
+    checks.finite_result(ttft_s + (tokens - 1) * tpot_s, "ttft_s", "tpot_s", "tokens")
+    ready = [ttft_s + i * tpot_s for i in range(tokens)]
+    times, texts = [], []
+    for start in range(0, tokens, tokens_per_chunk):
+        group = ready[start:start + tokens_per_chunk]
+        times.append(group[-1])
+        texts.append(token_text * len(group))
+    return RequestTrace(index=0, scheduled_s=0.0, send_s=0.0, end_s=ready[-1],
+                        chunk_s=tuple(times), chunk_text=tuple(texts),
+                        prompt_tokens=prompt_tokens, completion_tokens=tokens,
+                        requested_prompt_tokens=prompt_tokens)
+
+
+# -- the tools ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LLMPerfRequest:
+    """One request as LLMPerf records it (the keys of its individual responses file)."""
+
+    ttft_s: float
+    e2e_s: float
+    output_tokens: int
+    inter_token_latency_s: float
+    output_throughput_tok_s: float
+
+
+def llmperf_request(r, count_tokens: Callable[[str], int] | None) -> LLMPerfRequest:
+    """LLMPerf's metrics of one request, tokens counted by ``count_tokens(text)``.
+
+    ``inter_token_latency_s = (last content chunk - send) / received events``
+    (LLMPerf's benchmark loop divides the summed gaps by the client's event
+    count, which every choice chunk adds to) and
+    ``output_throughput_tok_s = tokens / e2e``: both include TTFT.
+    ``count_tokens=None`` takes the trace's ``completion_tokens`` as the count
+    (for traces read from LLMPerf's own file, where that is LLMPerf's count).
+    """
+    n = r.completion_tokens if count_tokens is None else count_tokens(r.text)
+    if n is None:
+        raise ValueError(f"count_tokens: request {r.index} has no token count; pass a counter")
+    events = len(_choice_times(r))
+    itl = last_content_s(r) / events if n and events else 0.0
+    return LLMPerfRequest(first_content_s(r), e2e_s(r), n, itl, n / e2e_s(r))
+
+
+def llmperf_summary(requests: Sequence, duration_s: float,
+                    count_tokens: Callable[[str], int] | None = None) -> dict[str, float]:
+    """LLMPerf's summary: means and medians of the per-request metrics, and the overall rate.
+
+    ``output_throughput_tok_s`` is all counted output tokens over ``duration_s``.
+    ``count_tokens`` defaults to :func:`llama2_counter` (BOS included).
+    """
+    count = count_tokens or llama2_counter()
+    rows = [llmperf_request(r, count) for r in requests]
+    _check_nonempty(rows)
+    return {
+        "ttft_mean_s": _mean(x.ttft_s for x in rows),
+        "inter_token_latency_mean_s": _mean(x.inter_token_latency_s for x in rows),
+        "request_output_throughput_mean_tok_s": _mean(x.output_throughput_tok_s for x in rows),
+        "request_output_throughput_median_tok_s": _median(x.output_throughput_tok_s
+                                                          for x in rows),
+        "output_tokens": float(sum(x.output_tokens for x in rows)),
+        "output_throughput_tok_s": _per_second(sum(x.output_tokens for x in rows), duration_s),
+    }
+
+
+def vllm_output_tokens(r, count_tokens: Callable[[str], int] | None = None) -> int:
+    """vLLM's output length of one request: the usage count, else the text re-tokenized.
+
+    Raises ``ValueError`` naming ``count_tokens`` when the server sent no usage
+    and no counter is given (vLLM always has the model's tokenizer at hand).
+    """
+    if r.completion_tokens:
+        return r.completion_tokens
+    if count_tokens is None:
+        raise ValueError(f"count_tokens: request {r.index} has no usage count; pass the "
+                         "model's tokenizer counter (vLLM re-tokenizes the text)")
+    return count_tokens(r.text)
+
+
+def vllm_summary(requests: Sequence, duration_s: float, *,
+                 slo_ttft_ms: float | None = None, slo_tpot_ms: float | None = None,
+                 slo_e2el_ms: float | None = None,
+                 count_tokens: Callable[[str], int] | None = None,
+                 prompt_source: str = "client") -> dict[str, float]:
+    """``vllm bench serve``'s metrics: TTFT, TPOT (excluding the first token), pooled ITL, rates.
+
+    ITL pools the gaps between choice chunks of every request, so a chunk
+    carrying several tokens is one long gap. Goodput counts the requests whose
+    TTFT, TPOT (0 for one-token requests) and latency, those given, are all
+    within their SLOs in milliseconds, over ``duration_s``. Output tokens come
+    from :func:`vllm_output_tokens`. ``prompt_source`` is ``"client"`` (the
+    prompt lengths the client sized, ``requested_prompt_tokens``) or
+    ``"server"`` (the usage's ``prompt_tokens``).
+    """
+    _check_nonempty(requests)
+    if prompt_source not in ("client", "server"):
+        raise ValueError(f"prompt_source: got {prompt_source!r}; must be 'client' or 'server'")
+    ttft = [first_choice_s(r) for r in requests]
+    latency = [last_choice_s(r) for r in requests]
+    tokens = [vllm_output_tokens(r, count_tokens) for r in requests]
+    tpot = [_tpot(r, n) for r, n in zip(requests, tokens, strict=True)]
+    itl = [gap for r in requests for gap in chunk_gaps_s(r)]
+    if prompt_source == "client":
+        prompt = sum(r.requested_prompt_tokens for r in requests)
+    else:
+        prompt = sum(r.prompt_tokens or 0 for r in requests)
+    good = 0
+    for t, p, e in zip(ttft, tpot, latency, strict=True):
+        slos = [(slo_ttft_ms, t), (slo_tpot_ms, 0.0 if math.isnan(p) else p), (slo_e2el_ms, e)]
+        if all(slo is None or value * 1e3 <= slo for slo, value in slos):
+            good += 1
+    return {
+        "ttft_mean_s": _mean(ttft), "ttft_median_s": _median(ttft),
+        "tpot_mean_s": _mean(tpot), "tpot_median_s": _median(tpot),
+        "itl_mean_s": _mean(itl), "itl_median_s": _median(itl),
+        "itl_p99_s": float(np.percentile(itl, 99)) if itl else math.nan,
+        "e2el_mean_s": _mean(latency),
+        "request_throughput_per_s": _per_second(len(requests), duration_s),
+        "request_goodput_per_s": _per_second(good, duration_s),
+        "output_throughput_tok_s": _per_second(sum(tokens), duration_s),
+        "total_token_throughput_tok_s": _per_second(sum(tokens) + prompt, duration_s),
+    }
+
+
+def mlperf_tpot_s(r) -> float:
+    """MLPerf's TPOT of one request: first to last content chunk over ``tokens - 1``; nan if < 2."""
+    n = r.completion_tokens
+    if n is None or n < 2:
+        return math.nan
+    return (last_content_s(r) - first_content_s(r)) / (n - 1)
+
+
+def mlperf_summary(requests: Sequence, duration_s: float,
+                   bounds: LatencyBounds | None = None) -> dict[str, float]:
+    """MLPerf's view: p99 TTFT and TPOT (LoadGen percentile), and tokens per second.
+
+    ``tokens_per_s`` is every reported token over ``duration_s``: the system's
+    aggregate rate, the one number MLPerf publishes, and only for a valid run.
+    Given ``bounds`` (:func:`inferlab.benchmark.mlperf.bounds`), ``valid`` is 1.0 when
+    both p99 values are within them and 0.0 otherwise; without, nan.
+    """
+    _check_nonempty(requests)
+    ttft = [first_content_s(r) for r in requests]
+    tpot = [t for t in (mlperf_tpot_s(r) for r in requests) if not math.isnan(t)]
+    tokens = sum(r.completion_tokens or 0 for r in requests)
+    ttft_p99 = loadgen_percentile(ttft, 0.99)
+    tpot_p99 = loadgen_percentile(tpot, 0.99) if tpot else math.nan
+    valid = math.nan
+    if bounds is not None:
+        valid = float(ttft_p99 <= bounds.ttft_s and tpot_p99 <= bounds.tpot_s)
+    return {"ttft_p99_s": ttft_p99, "tpot_p99_s": tpot_p99,
+            "tokens_per_s": _per_second(tokens, duration_s), "valid": valid}
+
+
+def aiperf_output_tokens(r, count_tokens: Callable[[str], int] | None,
+                         use_server_token_count: bool) -> int | None:
+    """AIPerf's output sequence length: the text re-tokenized, or the usage with the switch."""
+    if use_server_token_count:
+        return r.completion_tokens
+    if count_tokens is None:
+        raise ValueError("count_tokens: AIPerf re-tokenizes the text by default; pass the "
+                         "model's tokenizer counter, or use_server_token_count=True")
+    return count_tokens(r.text) if r.text else None
+
+
+def aiperf_duration_s(requests: Sequence) -> float:
+    """AIPerf's benchmark duration: first send to the last content chunk of any request."""
+    _check_nonempty(requests)
+    return max(r.send_s + last_content_s(r) for r in requests) - min(r.send_s for r in requests)
+
+
+def aiperf_summary(requests: Sequence, duration_s: float | None = None,
+                   count_tokens: Callable[[str], int] | None = None, *,
+                   use_server_token_count: bool = False) -> dict[str, float]:
+    """AIPerf's view: TTFT, inter token latency, inter chunk latency, per-user and total rates.
+
+    By default output tokens are ``count_tokens(text)`` (AIPerf's default, the
+    model's tokenizer); ``use_server_token_count=True`` is its
+    ``--use-server-token-count`` switch, the usage's ``completion_tokens``.
+    ``output_token_throughput_tok_s`` divides all output tokens by
+    ``duration_s``: AIPerf 0.13 divides by its profiling phase's window
+    (``end_time - start_time`` of ``profile_export_aiperf.json``, a few ms longer
+    than the records span); ``None`` takes :func:`aiperf_duration_s`, which is
+    also ``benchmark_duration_s``.
+    """
+    _check_nonempty(requests)
+    span = aiperf_duration_s(requests)
+    itl, per_user, total = [], [], 0
+    for r in requests:
+        n = aiperf_output_tokens(r, count_tokens, use_server_token_count)
+        total += n or 0
+        if n is None or n < 2:
+            continue
+        value = (last_content_s(r) - first_content_s(r)) / (n - 1)
+        itl.append(value)
+        per_user.append(1.0 / value if value > 0 else math.nan)
+    chunk = [gap for r in requests for gap in content_gaps_s(r)]
+    return {
+        "ttft_mean_s": _mean(first_content_s(r) for r in requests),
+        "request_latency_mean_s": _mean(last_content_s(r) for r in requests),
+        "inter_token_latency_mean_s": _mean(itl),
+        "inter_chunk_latency_mean_s": _mean(chunk),
+        "output_token_throughput_per_user_tok_s": _mean(per_user),
+        "output_sequence_length_mean": total / len(requests),
+        "output_token_throughput_tok_s": _per_second(total, span if duration_s is None
+                                                     else duration_s),
+        "benchmark_duration_s": span,
+    }
+
+
+def guidellm_output_tokens(r) -> int:
+    """guidellm's output tokens: the usage count, else the number of content chunks."""
+    return r.completion_tokens or len(_content_times(r))
+
+
+def guidellm_summary(requests: Sequence, duration_s: float) -> dict[str, float]:
+    """guidellm's view: TTFT, its "ITL" (vLLM's TPOT), its "TPOT" (LLMPerf's formula), rates.
+
+    Per request, ``itl = (last content - first content) / (tokens - 1)`` and
+    ``tpot = (last content - send) / tokens``. Over the run both are weighted by
+    tokens (``tokens - 1`` and ``tokens``), so each mean is total time over
+    total tokens, and its median is the smallest value whose cumulative weight
+    reaches one half (``Percentiles.from_pdf``: no interpolation).
+    ``output_tokens_per_s`` divides all output tokens by ``duration_s``.
+    """
+    _check_nonempty(requests)
+    ttft, itl, itl_w, tpot, tpot_w, total = [], [], [], [], [], 0
+    for r in requests:
+        n = guidellm_output_tokens(r)
+        total += n
+        ttft.append(first_content_s(r))
+        if n >= 1:
+            tpot.append(last_content_s(r) / n)
+            tpot_w.append(n)
+        if n >= 2:
+            itl.append((last_content_s(r) - first_content_s(r)) / (n - 1))
+            itl_w.append(n - 1)
+    return {
+        "ttft_mean_s": _mean(ttft), "ttft_median_s": _weighted_median(ttft, [1] * len(ttft)),
+        "itl_mean_s": _weighted_mean(itl, itl_w), "itl_median_s": _weighted_median(itl, itl_w),
+        "tpot_mean_s": _weighted_mean(tpot, tpot_w),
+        "tpot_median_s": _weighted_median(tpot, tpot_w),
+        "request_latency_mean_s": _mean(e2e_s(r) for r in requests),
+        "output_tokens_per_s": _per_second(total, duration_s),
+    }
+
+
+def inferencemax_summary(requests: Sequence, duration_s: float, gpus: int = 1) -> dict[str, float]:
+    """InferenceMAX's two axes: median interactivity and throughput per GPU.
+
+    ``interactivity_median_tok_s_user = 1000 / median TPOT in ms``;
+    ``throughput_per_gpu_tok_s`` is vLLM's total (input plus output) token
+    throughput over ``gpus``, ``output_throughput_per_gpu_tok_s`` output only.
+    """
+    if not isinstance(gpus, int) or gpus < 1:
+        raise ValueError(f"gpus: got {gpus!r}; must be a whole number >= 1")
+    v = vllm_summary(requests, duration_s)
+    return {
+        "interactivity_median_tok_s_user": 1000.0 / (v["tpot_median_s"] * 1e3),
+        "throughput_per_gpu_tok_s": v["total_token_throughput_tok_s"] / gpus,
+        "output_throughput_per_gpu_tok_s": v["output_throughput_tok_s"] / gpus,
+    }
+
+
+#: The headline "tokens per second" of each tool, with the definition in a phrase.
+HEADLINES: tuple[tuple[str, str, str], ...] = (
+    ("LLMPerf", "request output throughput (mean)",
+     "Llama 2 tokens (+BOS) / e2e latency, TTFT included"),
+    ("LLMPerf", "1 / inter-token latency",
+     "streamed events / time to last chunk, TTFT included"),
+    ("vLLM", "1 / TPOT (median)", "server tokens after the first / time after TTFT"),
+    ("vLLM", "1 / ITL (median)", "chunks per second, pooled over requests"),
+    ("AIPerf", "output token throughput per user", "mean of 1 / inter token latency"),
+    ("guidellm", "1 / ITL (mean)", "vLLM's TPOT, token-weighted"),
+    ("guidellm", "1 / TPOT (mean)", "LLMPerf's formula, TTFT included, token-weighted"),
+    ("InferenceMAX", "interactivity (median)", "1000 / median TPOT in ms"),
+    ("vLLM", "output throughput (all users)", "server tokens / run duration"),
+    ("MLPerf", "tokens per second (all users)",
+     "server tokens / run duration, valid only under the p99 bounds"),
+)
+
+
+def headline_rates(requests: Sequence, duration_s: float,
+                   count_tokens: Callable[[str], int] | None = None,
+                   model_count_tokens: Callable[[str], int] | None = None) -> dict[str, float]:
+    """Each tool's "tokens per second" for the same requests, keyed ``"tool: name"``.
+
+    The keys and definitions are those of :data:`HEADLINES`, in its order.
+    ``count_tokens`` is LLMPerf's counter (default :func:`llama2_counter`);
+    ``model_count_tokens`` the model's own tokenizer, which AIPerf re-tokenizes
+    with by default (without it AIPerf is read with ``--use-server-token-count``).
+    """
+    lp = llmperf_summary(requests, duration_s, count_tokens)
+    v = vllm_summary(requests, duration_s, count_tokens=model_count_tokens)
+    m = mlperf_summary(requests, duration_s)
+    a = aiperf_summary(requests, duration_s, model_count_tokens,
+                       use_server_token_count=model_count_tokens is None)
+    g = guidellm_summary(requests, duration_s)
+    x = inferencemax_summary(requests, duration_s)
+    values = (
+        lp["request_output_throughput_mean_tok_s"],
+        1.0 / lp["inter_token_latency_mean_s"],
+        1.0 / v["tpot_median_s"],
+        1.0 / v["itl_median_s"],
+        a["output_token_throughput_per_user_tok_s"],
+        1.0 / g["itl_mean_s"],
+        1.0 / g["tpot_mean_s"],
+        x["interactivity_median_tok_s_user"],
+        v["output_throughput_tok_s"],
+        m["tokens_per_s"],
+    )
+    return {f"{tool}: {name}": value
+            for (tool, name, _), value in zip(HEADLINES, values, strict=True)}
+
+
+# -- bring your own trace: other tools' per-request files ------------------------------------
+
+
+def _choice_text(event: dict) -> str | None:
+    """The text of one streamed event as the book's client reads it (``None``: no choice)."""
+    choices = event.get("choices") or []
+    if not choices:
+        return None
+    choice = choices[0]
+    text = choice.get("text")
+    if text is None:
+        text = (choice.get("delta") or {}).get("content")
+    return text or ""
+
+
+def read_aiperf_raw(path) -> Trace:
+    """AIPerf's raw profile export (``profile_export_raw.jsonl``) as a trace.
+
+    Written by ``aiperf profile --export-level raw``; each line is one request
+    with its send time (``start_perf_ns``), its HTTP status, the payload sent
+    and every streamed event with its arrival time (``responses[].perf_ns``
+    and ``packets``), which is what AIPerf's own metrics are computed from
+    (``aiperf/records/inference_result_parser.py``). Times become seconds from
+    the first send; ``duration_s`` is AIPerf's benchmark duration
+    (:func:`aiperf_duration_s`). AIPerf's per-record file
+    (``profile_export.jsonl``) keeps no chunk text and is refused by name.
+    """
+    lines = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines()
+             if line.strip()]
+    if not lines:
+        raise ValueError(f"path: {path} holds no records")
+    if "responses" not in lines[0]:
+        raise ValueError(f"path: {path} is not a raw export (no 'responses'); rerun aiperf with "
+                         "--export-level raw and read profile_export_raw.jsonl")
+    t0 = min(record["start_perf_ns"] for record in lines)
+    traces = []
+    for index, record in enumerate(lines):
+        times, texts, usage, finish = [], [], None, None
+        last = record["start_perf_ns"]
+        for response in record.get("responses") or []:
+            last = response["perf_ns"]
+            for packet in response.get("packets") or []:
+                if packet.get("name") != "data" or packet.get("value", "").strip() == "[DONE]":
+                    continue
+                event = json.loads(packet["value"])
+                times.append((response["perf_ns"] - t0) / 1e9)
+                texts.append(_choice_text(event))
+                usage = event.get("usage") or usage
+                for choice in event.get("choices") or []:
+                    finish = choice.get("finish_reason") or finish
+        payload = record.get("payload") or {}
+        status = record.get("status") or 0
+        error = None if status == 200 and any(texts) else f"status {status}"
+        traces.append(RequestTrace(
+            index=index, scheduled_s=(record["start_perf_ns"] - t0) / 1e9,
+            send_s=(record["start_perf_ns"] - t0) / 1e9, end_s=(last - t0) / 1e9,
+            chunk_s=tuple(times), chunk_text=tuple(texts),
+            prompt_tokens=(usage or {}).get("prompt_tokens"),
+            completion_tokens=(usage or {}).get("completion_tokens"),
+            finish_reason=finish, status=status, error=error,
+            requested_output_tokens=int(payload.get("max_completion_tokens")
+                                        or payload.get("max_tokens") or 0)))
+    ok = [r for r in traces if r.ok]
+    duration = aiperf_duration_s(ok) if ok else 0.0
+    model = str((lines[0].get("payload") or {}).get("model", ""))
+    return Trace(tuple(traces), None, duration, "", model)
+
+
+def read_aiperf_summary(path) -> dict[str, float]:
+    """The aggregate numbers of AIPerf's ``profile_export_aiperf.json``, in seconds and tokens.
+
+    Keys: ``ttft_mean_s``, ``request_latency_mean_s``, ``inter_token_latency_mean_s``,
+    ``inter_chunk_latency_mean_s``, ``output_token_throughput_per_user_tok_s``,
+    ``output_sequence_length_mean``, ``output_token_throughput_tok_s`` and
+    ``benchmark_duration_s``, as :func:`aiperf_summary` keys them, and
+    ``window_s``, the profiling phase's window its throughput divides by.
+    """
+    from datetime import datetime
+
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    ms = 1e-3
+    window = (datetime.fromisoformat(data["end_time"])
+              - datetime.fromisoformat(data["start_time"])).total_seconds()
+    return {
+        "window_s": window,
+        "ttft_mean_s": data["time_to_first_token"]["avg"] * ms,
+        "request_latency_mean_s": data["request_latency"]["avg"] * ms,
+        "inter_token_latency_mean_s": data["inter_token_latency"]["avg"] * ms,
+        "inter_chunk_latency_mean_s": data["inter_chunk_latency"]["avg"] * ms,
+        "output_token_throughput_per_user_tok_s":
+            data["output_token_throughput_per_user"]["avg"],
+        "output_sequence_length_mean": data["output_sequence_length"]["avg"],
+        "output_token_throughput_tok_s": data["output_token_throughput"]["avg"],
+        "benchmark_duration_s": data["benchmark_duration"]["avg"],
+    }
+
+
+def read_guidellm(path, benchmark: int = 0) -> Trace:
+    """One benchmark of guidellm's JSON report (``--output kind=json``) as a trace.
+
+    guidellm keeps, per successful request (``requests.successful[]``), the
+    send time (``info.timings.request_start``), the first and last content
+    chunk (``first_token_iteration``, ``last_token_iteration``), the end of the
+    stream (``request_end``), the output text and the usage counts, but not
+    each chunk's time (``src/guidellm/schemas/request_stats.py``). The trace
+    therefore has one placeholder content chunk at the first and one at the
+    last content time, the whole text in ``output_text``: TTFT, latencies and
+    the TPOT-like formulas are exact, per-chunk gaps (vLLM's ITL, AIPerf's
+    inter chunk latency) are not in the file. Times are seconds from the
+    benchmark's ``start_time``; ``duration_s`` is its ``duration``.
+    """
+    run = _guidellm_run(path, benchmark)
+    t0 = run["start_time"]
+    traces = []
+    for index, stats in enumerate(run["requests"]["successful"]):
+        timings = stats["info"]["timings"]
+        first, last = timings["first_token_iteration"], timings["last_token_iteration"]
+        times = (first - t0,) if last == first else (first - t0, last - t0)
+        traces.append(RequestTrace(
+            index=index, scheduled_s=timings["request_start"] - t0,
+            send_s=timings["request_start"] - t0, end_s=timings["request_end"] - t0,
+            chunk_s=times, chunk_text=(PLACEHOLDER,) * len(times),
+            prompt_tokens=stats.get("prompt_tokens"),
+            completion_tokens=stats.get("output_tokens"),
+            output_text=stats.get("output") or ""))
+    return Trace(tuple(traces), None, float(run["duration"]), "", "")
+
+
+def _guidellm_run(path, benchmark: int) -> dict:
+    runs = json.loads(Path(path).read_text(encoding="utf-8")).get("benchmarks") or []
+    if not runs:
+        raise ValueError(f"path: {path} holds no benchmark")
+    return runs[checks.whole("benchmark", benchmark, minimum=0, maximum=len(runs) - 1)]
+
+
+def read_guidellm_summary(path, benchmark: int = 0) -> dict[str, float]:
+    """guidellm's own aggregates of one benchmark in seconds, keyed as :func:`guidellm_summary`."""
+    metrics = _guidellm_run(path, benchmark)["metrics"]
+
+    def stat(name: str, key: str) -> float:
+        return float(metrics[name]["successful"][key])
+
+    return {
+        "ttft_mean_s": stat("time_to_first_token_ms", "mean") * 1e-3,
+        "ttft_median_s": stat("time_to_first_token_ms", "median") * 1e-3,
+        "itl_mean_s": stat("inter_token_latency_ms", "mean") * 1e-3,
+        "itl_median_s": stat("inter_token_latency_ms", "median") * 1e-3,
+        "tpot_mean_s": stat("time_per_output_token_ms", "mean") * 1e-3,
+        "tpot_median_s": stat("time_per_output_token_ms", "median") * 1e-3,
+        "request_latency_mean_s": stat("request_latency", "mean"),
+        "output_tokens_per_s": stat("output_tokens_per_second", "mean"),
+    }
+
+
+def read_vllm_bench(path) -> Trace:
+    """The result file of ``vllm bench serve --save-result --save-detailed`` as a trace.
+
+    Its per-request lists (``vllm/benchmarks/serve.py``, the ``result`` dict of
+    ``benchmark``) are ``input_lens`` (the client's prompt lengths), ``output_lens``
+    (vLLM's output counts), ``ttfts``, ``itls`` (each request's gaps between
+    choice chunks), ``latencies``, ``start_times`` (newer versions; without
+    them every request is taken as sent at 0), ``generated_texts`` and
+    ``errors``. A chunk is rebuilt at TTFT and after each gap, with a
+    placeholder text; the stream ends at the latency. ``duration_s`` is the
+    file's ``duration``.
+    """
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    missing = [k for k in ("input_lens", "output_lens", "ttfts", "itls", "latencies",
+                           "duration") if k not in data]
+    if missing:
+        raise ValueError(f"path: {path} lacks {', '.join(missing)}; save it with "
+                         "vllm bench serve --save-result --save-detailed")
+    n = len(data["ttfts"])
+    starts = data.get("start_times") or [0.0] * n
+    t0 = min(starts) if starts else 0.0
+    texts = data.get("generated_texts") or [""] * n
+    errors = data.get("errors") or [""] * n
+    traces = []
+    for i in range(n):
+        send = starts[i] - t0
+        times = [send + data["ttfts"][i]]
+        for gap in data["itls"][i]:
+            times.append(times[-1] + gap)
+        traces.append(RequestTrace(
+            index=i, scheduled_s=send, send_s=send, end_s=send + data["latencies"][i],
+            chunk_s=tuple(times), chunk_text=(PLACEHOLDER,) * len(times),
+            completion_tokens=data["output_lens"][i] or None,
+            requested_prompt_tokens=data["input_lens"][i], output_text=texts[i],
+            error=errors[i] or None))
+    return Trace(tuple(traces), None, float(data["duration"]), "", str(data.get("model_id", "")))
+
+
+def read_llmperf(path) -> Trace:
+    """LLMPerf's ``*_individual_responses.json`` as a trace.
+
+    Each entry holds what ``token_benchmark_ray.py`` records per request
+    (the keys of ``src/llmperf/common_metrics.py``): ``ttft_s``,
+    ``end_to_end_latency_s``, ``number_output_tokens`` (its Llama 2 count),
+    ``number_input_tokens``, ``inter_token_latency_s`` and ``error_code``. No
+    send times, chunk times or texts are kept, so each request starts at 0
+    with one placeholder chunk at TTFT and ends at its latency, and its
+    ``completion_tokens`` is LLMPerf's count (read it with
+    ``llmperf_request(r, None)``). ``duration_s`` is not in the file (0).
+    """
+    rows = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(rows, list):
+        raise ValueError(f"path: {path} must hold a JSON list of LLMPerf's request records")
+    traces = []
+    for i, row in enumerate(rows):
+        failed = row.get("error_code") is not None
+        ttft = row.get("ttft_s") or 0.0
+        traces.append(RequestTrace(
+            index=i, scheduled_s=0.0, send_s=0.0, end_s=float(row["end_to_end_latency_s"]),
+            chunk_s=(float(ttft),), chunk_text=("" if failed else PLACEHOLDER,),
+            prompt_tokens=row.get("number_input_tokens"),
+            completion_tokens=row.get("number_output_tokens"),
+            error=str(row.get("error_msg") or row["error_code"]) if failed else None))
+    return Trace(tuple(traces), None, 0.0, "", "")
+
+
+def read_trace(path) -> Trace:
+    """A run any of the tools above recorded, told apart by what the file holds.
+
+    AIPerf's raw export (JSON lines with ``responses``), guidellm's report (a JSON object
+    with ``benchmarks``; its first benchmark), ``vllm bench serve``'s result (a JSON
+    object with ``input_lens``) or LLMPerf's individual responses (a JSON list). Raises
+    ``ValueError`` naming ``path`` and the formats for anything else.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        head = json.loads(first)
+    except json.JSONDecodeError:
+        head = None
+    if isinstance(head, dict) and "responses" in head:
+        return read_aiperf_raw(path)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        data = None
+    if isinstance(data, dict) and "benchmarks" in data:
+        return read_guidellm(path)
+    if isinstance(data, dict) and "input_lens" in data:
+        return read_vllm_bench(path)
+    if isinstance(data, list):
+        return read_llmperf(path)
+    raise ValueError(f"path: {path} is none of the traces read here: AIPerf's "
+                     "profile_export_raw.jsonl, guidellm's JSON report, vllm bench serve's "
+                     "--save-detailed result, LLMPerf's individual responses")
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def _values(values: Iterable[float]) -> list[float]:
+    return [v for v in values if not math.isnan(v)]
+
+
+def _mean(values: Iterable[float]) -> float:
+    kept = _values(values)
+    return float(np.mean(kept)) if kept else math.nan
+
+
+def _median(values: Iterable[float]) -> float:
+    kept = _values(values)
+    return float(np.median(kept)) if kept else math.nan
+
+
+def _weighted_mean(values: Sequence[float], weights: Sequence[int]) -> float:
+    total = sum(weights)
+    return float(np.dot(values, weights) / total) if total else math.nan
+
+
+def _weighted_median(values: Sequence[float], weights: Sequence[int]) -> float:
+    """guidellm's median: the smallest value whose cumulative weight share reaches one half."""
+    if not sum(weights):
+        return math.nan
+    order = np.argsort(values, kind="stable")
+    share = np.cumsum(np.asarray(weights, float)[order]) / float(sum(weights))
+    return float(np.asarray(values, float)[order][np.searchsorted(share, 0.5, side="left")])
+
+
+def _positive(duration_s: float) -> float:
+    return checks.positive("duration_s", duration_s)
+
+
+def _per_second(total: float, duration_s: float) -> float:
+    # A duration near the smallest float divides a count to infinity.
+    return checks.finite_result(total / _positive(duration_s), "duration_s")
+
+
+def _check_nonempty(requests) -> None:
+    if len(requests) == 0:
+        raise ValueError("requests: give at least one request trace")

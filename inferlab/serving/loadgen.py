@@ -1,0 +1,1058 @@
+"""MLPerf LoadGen's scenarios and validity rules, run against the serving simulator.
+
+MLPerf Inference measures a system under test (SUT) through a load generator,
+LoadGen, that decides *when* queries are sent and then judges whether the run
+counts. The same machine gives a different number under each scenario:
+
+- **Single-Stream**: the next query is sent when the previous one has finished
+  (a closed loop of one user). The result is a latency: the plain 90th percentile
+  of query latency (LLM benchmarks set ``use_token_latencies = 1``, so early
+  stopping runs on TTFT and TPOT and only asks for enough queries; its
+  percentile estimates are reported beside the result, not as it).
+- **Offline**: every sample is sent at once; the result is output tokens per
+  second, tokens over the time until the last sample finished. No latency bound.
+- **Server**: queries arrive as a Poisson process at a target rate. The run is
+  valid only if the 99th percentiles of time to first token (TTFT) and time per
+  output token (TPOT) are within the model's bounds and the early-stopping test
+  passes for each; the result is LoadGen's "completed tokens per second": every
+  output token over the time at which the *last scheduled* query finished
+  (``final_query_all_samples_done_time``), which can come before a long query
+  scheduled earlier finishes. LoadGen also reports the completed and the
+  scheduled samples per second, ``(n - 1)`` over that finish time and over the
+  last query's scheduled time.
+- **Interactive**: the Server scenario with tighter bounds (in MLPerf a separate
+  benchmark, e.g. ``llama2-70b-interactive``, run in the Server scenario).
+
+Validity, as LoadGen judges it (``loadgen/results.cc``, ``loadgen/mlperf.conf``
+and the MLPerf Inference rules, section "Early stopping"):
+
+- **minimum duration**: 600 s, measured to the last query *scheduled* (Server),
+  the last query *issued* (Single-Stream) or the last sample *finished* (Offline);
+- **minimum query count**: 100 queries (LoadGen's default ``min_query_count``)
+  for Server and Single-Stream; for Offline the model's sample count (24,576 for
+  llama2-70b);
+- **equal issue** (``sample_concatenate_permutation = 1`` for the LLM benchmarks
+  in ``mlperf.conf``): the number of queries is padded up to a whole number of
+  passes over the performance dataset (24,576 samples for llama2-70b), and a
+  Server run that reaches that count before the minimum duration gets one more
+  pass at a time (``GenerateQueries`` in ``loadgen/loadgen.cc``,
+  :func:`queries_to_issue`); Offline pads its sample count the same way, and
+  Single-Stream pads its minimum query count
+  (``loadgen/test_settings_internal.cc``);
+- **performance constraints** (Server, Interactive): LoadGen's p99 of TTFT and of
+  TPOT at most the bounds, where LoadGen's percentile is the sorted value at index
+  ``floor(n x p)`` (:func:`~inferlab.benchmark.early_stopping.loadgen_percentile`);
+- **early stopping** (:func:`~inferlab.benchmark.early_stopping.min_passing_queries`), applied to
+  TPOT and then to TTFT; if TPOT fails LoadGen does not evaluate TTFT (``results.cc`` joins the
+  two with ``&&``).
+
+TPOT of a query is MLPerf's: ``(latency - first-token latency) / (tokens - 1)``.
+A one-token answer has no TPOT: LoadGen logs it as a runtime error ("Number of
+tokens need to be greater than 1"), and :func:`judge` raises ``ValueError``.
+
+The system is ``replicas`` copies of one :class:`inferlab.model.steptime.Replica`
+(data parallel); queries are dealt to them round-robin, as a simple harness
+does, or at random (:data:`DISPATCHES`), and each copy is simulated with
+:func:`inferlab.serving.simulator.simulate`.
+
+Used in chapter 'Benchmark scenarios'.
+"""
+
+from __future__ import annotations
+
+import math
+from contextlib import closing
+from dataclasses import dataclass, field, replace
+from functools import cache
+from typing import NamedTuple
+
+import numpy as np
+
+from inferlab.benchmark.early_stopping import (
+    EARLY_STOPPING_CONFIDENCE,
+    EarlyStopping,
+    early_stopping,
+    loadgen_percentile,
+    single_stream_early_stopping,
+)
+from inferlab.benchmark.mlperf import (
+    BOUNDED_SCENARIOS,
+    BOUNDS,
+    MLPERF_MIN_DURATION_S,
+    MLPERF_MIN_QUERIES,
+    OFFLINE_MIN_SAMPLES,
+    PERFORMANCE_SAMPLE_COUNT,
+    SCENARIOS,
+    TARGET_PERCENTILE,
+    LatencyBounds,
+    bounds,
+)
+from inferlab.benchmark.traffic import Requests
+from inferlab.benchmark.workload import Workload
+from inferlab.common import checks
+from inferlab.common.bisection import highest_passing
+from inferlab.model.steptime import ATTAINABLE_FRACTION, Replica, replica
+from inferlab.serving.simulator import (
+    EXPLORER_OVERHEAD_S,
+    MIN_SEARCH_RATE_PER_S,
+    Scheduler,
+    SimResult,
+    simulate,
+)
+
+#: The most queries a simulated run holds. It leaves room for the largest audited Offline
+#: run in ``data/`` (eight B200s on Llama 3.1 8B issue 726,000 samples to last 600 s) at
+#: a modelled rate well above the reported one; two million take the simulator about ten
+#: seconds.
+MAX_QUERIES = 2 * 10**6
+
+#: How far past its compute ceiling (:meth:`System.ceiling_rate_per_s`) a Server or
+#: Interactive run may be driven. Past the ceiling the queue only grows, so a run a
+#: little over it still teaches something (every latency climbs); one ten times over is
+#: a mistyped rate whose simulation would hold a mostly unserved queue.
+MAX_OVERLOAD = 10.0
+
+#: Queries whose mean lengths set the compute ceiling past which a rate is refused.
+CEILING_SAMPLE = 10_000
+
+#: The longest minimum duration a run's rules may ask for, a day (144 times MLPerf's).
+MAX_DURATION_S = 86_400.0
+
+
+# --------------------------------------------------------------------------------------
+# Runs and rules
+# --------------------------------------------------------------------------------------
+
+
+def _check_token_counts(tokens: np.ndarray) -> None:
+    short = np.flatnonzero(tokens < 2)
+    if short.size:
+        raise ValueError(f"output_tokens: query {int(short[0])} produced {int(tokens[short[0]])} "
+                         f"token(s) ({short.size} such queries); LoadGen's token latencies need "
+                         "at least 2 per query (it logs 'Number of tokens need to be greater "
+                         "than 1' as a runtime error)")
+
+
+@dataclass(frozen=True, eq=False)
+class QueryLog:
+    """What LoadGen records of a run, one entry per query, in seconds from the start.
+
+    ``issued_s`` is when the query was sent (for Server, its scheduled time);
+    ``first_token_s`` and ``finish_s`` when its first and last token came back;
+    ``output_tokens`` how many tokens it produced.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    issued_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    output_tokens: np.ndarray
+
+    def __post_init__(self) -> None:
+        arrays = {name: np.asarray(getattr(self, name), dtype=float)
+                  for name in ("issued_s", "first_token_s", "finish_s")}
+        # Checked before the int64 cast below, which turns NaN into -2**63 silently.
+        tokens = checks.wholes("output_tokens", self.output_tokens)
+        n = tokens.size
+        for name, array in arrays.items():
+            if array.shape != (n,) or not np.all(np.isfinite(array)):
+                raise ValueError(f"{name}: give {n} finite times, one per query")
+        if np.any(arrays["issued_s"] < 0):
+            raise ValueError("issued_s: times are seconds from the start of the test, >= 0")
+        if (np.any(arrays["first_token_s"] < arrays["issued_s"])
+                or np.any(arrays["finish_s"] < arrays["first_token_s"])):
+            raise ValueError("finish_s: times must run issued <= first token <= finish")
+        for name, array in arrays.items():
+            object.__setattr__(self, name, array)
+        object.__setattr__(self, "output_tokens", tokens)
+
+    def __len__(self) -> int:
+        return int(self.output_tokens.size)
+
+    @classmethod
+    def from_results(cls, results, positions=None) -> QueryLog:
+        """Merge simulator runs (one per replica) into one log, ordered by issue time.
+
+        ``positions``, one array per run, put each run's queries at those places of the
+        log instead (:meth:`System.shares`), so that a position names the same query
+        whatever the dispatch, ties of issue time included.
+        """
+        runs = list(results)
+        if not runs or not all(isinstance(run, SimResult) for run in runs):
+            raise ValueError("results: give one or more SimResult objects")
+        names = ("arrival_s", "first_token_s", "finish_s", "output_tokens")
+        if positions is None:
+            parts = [np.concatenate([getattr(run, name) for run in runs]) for name in names]
+            order = np.argsort(parts[0], kind="stable")
+            return cls(*(part[order] for part in parts))
+        positions = list(positions)
+        if len(positions) != len(runs):
+            raise ValueError(f"positions: give one array per run ({len(runs)}), "
+                             f"not {len(positions)}")
+        n = sum(len(where) for where in positions)
+        parts = []
+        for name in names:
+            part = np.empty(n, dtype=getattr(runs[0], name).dtype)
+            for where, run in zip(positions, runs, strict=True):
+                part[where] = getattr(run, name)
+            parts.append(part)
+        return cls(*parts)
+
+    def head(self, n: int) -> QueryLog:
+        """The first ``n`` queries (by position) as a log of their own."""
+        n = checks.whole("n", n)
+        return QueryLog(self.issued_s[:n], self.first_token_s[:n], self.finish_s[:n],
+                        self.output_tokens[:n])
+
+    @property
+    def ttft_s(self) -> np.ndarray:
+        """Time to first token of every query."""
+        return self.first_token_s - self.issued_s
+
+    @property
+    def latency_s(self) -> np.ndarray:
+        """Whole-query latency, issue to last token."""
+        return self.finish_s - self.issued_s
+
+    @property
+    def tpot_s(self) -> np.ndarray:
+        """MLPerf's time per output token, ``(latency - TTFT) / (tokens - 1)``.
+
+        Raises ``ValueError`` if a query produced one token: it has no TPOT, and
+        LoadGen logs it as a runtime error.
+        """
+        _check_token_counts(self.output_tokens)
+        return (self.finish_s - self.first_token_s) / (self.output_tokens - 1)
+
+    @property
+    def tokens(self) -> int:
+        """Output tokens over the whole run."""
+        return int(np.sum(self.output_tokens))
+
+
+@dataclass(frozen=True)
+class RunRules:
+    """How long a run must be, by LoadGen's settings (see the module docstring).
+
+    ``min_duration_s`` applies to every scenario; ``min_queries`` to Server,
+    Interactive and Single-Stream; ``offline_min_samples`` to Offline;
+    ``scale`` is the factor applied to MLPerf's duration and Offline sample count
+    (1 for the real rules), kept so that a summary can say it was scaled down.
+    ``equal_issue`` is LoadGen's equal-issue mode (``sample_concatenate_permutation``):
+    query and sample counts padded to a multiple of ``dataset_samples``, the
+    performance dataset's size. It is off by default, so that hand-built rules
+    mean what their numbers say; :func:`mlperf_rules` turns it on as ``mlperf.conf``
+    does for the LLM benchmarks.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    min_duration_s: float = MLPERF_MIN_DURATION_S
+    min_queries: int = MLPERF_MIN_QUERIES
+    offline_min_samples: int = OFFLINE_MIN_SAMPLES["llama2-70b"]
+    confidence: float = EARLY_STOPPING_CONFIDENCE
+    scale: float = 1.0
+    equal_issue: bool = False
+    dataset_samples: int = PERFORMANCE_SAMPLE_COUNT["llama2-70b"]
+
+    def __post_init__(self) -> None:
+        checks.non_negative("min_duration_s", self.min_duration_s, high=MAX_DURATION_S)
+        checks.whole("min_queries", self.min_queries, maximum=MAX_QUERIES)
+        checks.whole("offline_min_samples", self.offline_min_samples, maximum=MAX_QUERIES)
+        checks.fraction("confidence", self.confidence, low_open=True, high_open=True)
+        checks.fraction("scale", self.scale, low_open=True)
+        if not isinstance(self.equal_issue, bool):
+            raise ValueError(f"equal_issue: {self.equal_issue!r} is not allowed; give True or "
+                             "False")
+        checks.whole("dataset_samples", self.dataset_samples, maximum=MAX_QUERIES)
+
+    def pad(self, count: int) -> int:
+        """``count`` rounded up to a whole number of dataset passes under equal issue
+        (unchanged without it, or if it is already a multiple), as ``GenerateQueries``
+        pads ``min_queries`` and Offline's ``samples_per_query``."""
+        count = checks.whole("count", count)
+        if not self.equal_issue or count % self.dataset_samples == 0:
+            return count
+        return count + self.dataset_samples - count % self.dataset_samples
+
+
+def mlperf_rules(model: str = "llama2-70b", *, scale: float = 1.0) -> RunRules:
+    """MLPerf's run rules for ``model``, with the duration and sample counts times ``scale``.
+
+    Equal issue is on, with the model's :data:`~inferlab.benchmark.mlperf.PERFORMANCE_SAMPLE_COUNT`
+    as the
+    dataset (``mlperf.conf`` sets ``sample_concatenate_permutation = 1`` for every
+    LLM benchmark here). ``scale`` in (0, 1] shortens runs for a page that must
+    execute quickly: it multiplies the minimum duration, the Offline sample count
+    and the dataset that equal issue pads to, so a scaled run is a scaled copy of a
+    real one. The query minimum (100) and the early-stopping test are never scaled,
+    because they are what makes a percentile trustworthy.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if model not in OFFLINE_MIN_SAMPLES:
+        raise ValueError(f"model: {model!r} has no rules here; give one of "
+                         f"{', '.join(OFFLINE_MIN_SAMPLES)}")
+    scale = checks.fraction("scale", scale, low_open=True)
+    return RunRules(min_duration_s=MLPERF_MIN_DURATION_S * scale,
+                    offline_min_samples=max(1, math.ceil(OFFLINE_MIN_SAMPLES[model] * scale)),
+                    scale=scale, equal_issue=True,
+                    dataset_samples=max(1, math.ceil(PERFORMANCE_SAMPLE_COUNT[model] * scale)))
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A run judged as LoadGen judges it, in the shape of ``mlperf_log_summary.txt``.
+
+    ``result`` is in ``unit``: output tokens per second for Offline, Server and
+    Interactive; seconds (the plain 90th percentile of query latency) for
+    Single-Stream. ``valid`` is the verdict and ``reasons`` says why not.
+    ``ttft_p99_s`` and ``tpot_p99_s`` are LoadGen's percentiles (p90 for
+    Single-Stream). ``early`` holds the early-stopping verdicts in the order LoadGen
+    evaluates them, TPOT then TTFT, and TTFT only if TPOT passed.
+    ``scheduled_samples_per_s`` and ``completed_samples_per_s`` are Server's
+    ``(n - 1)`` over the last query's scheduled and finish times. ``log`` is the run.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    scenario: str
+    model: str
+    system: str
+    result: float
+    unit: str
+    valid: bool
+    reasons: tuple[str, ...]
+    queries: int
+    duration_s: float
+    min_duration_met: bool
+    min_queries_met: bool
+    perf_constraints_met: bool | None
+    early_stopping_met: bool | None
+    ttft_p99_s: float
+    tpot_p99_s: float
+    early: tuple[EarlyStopping, ...]
+    rules: RunRules
+    rate_per_s: float | None = None
+    log: QueryLog | None = field(default=None, repr=False)
+    scheduled_samples_per_s: float | None = None
+    completed_samples_per_s: float | None = None
+
+    def early_stopping(self, metric: str) -> EarlyStopping | None:
+        """The early-stopping verdict on ``metric`` ("ttft" or "tpot"), or ``None`` if
+        LoadGen did not evaluate it."""
+        return next((verdict for verdict in self.early if verdict.metric == metric), None)
+
+    def text(self) -> str:
+        """The summary as LoadGen prints it (abridged; seconds where LoadGen prints ns)."""
+        def yes(flag):
+            return "Yes" if flag else "NO"
+
+        lines = ["=" * 48, "MLPerf Results Summary (modelled)", "=" * 48,
+                 f"SUT name : {self.system}", f"Scenario : {self.scenario}",
+                 "Mode     : PerformanceOnly"]
+        if self.scenario == "SingleStream":
+            lines.append(f"90.0th percentile latency (s) : {self.result:.6f}")
+            lines.append(f"90.0th first token percentile latency (s) : {self.ttft_p99_s:.6f}")
+        elif self.scenario == "Offline":
+            lines.append(f"Tokens per second: {self.result:,.2f}")
+        else:
+            lines.append(f"Completed samples per second    : {self.completed_samples_per_s:.2f}")
+            lines.append(f"Completed tokens per second: {self.result:,.2f}")
+        lines.append(f"Result is : {'VALID' if self.valid else 'INVALID'}")
+        if self.perf_constraints_met is not None:
+            lines.append(f"  Performance constraints satisfied : {yes(self.perf_constraints_met)}")
+        lines.append(f"  Min duration satisfied : {yes(self.min_duration_met)}")
+        lines.append(f"  Min queries satisfied : {yes(self.min_queries_met)}")
+        if self.early_stopping_met is not None:
+            lines.append(f"  Early stopping satisfied: {yes(self.early_stopping_met)}")
+        if self.reasons:
+            lines.append("Why not valid:")
+            lines.extend(f" * {reason}" for reason in self.reasons)
+        if self.early_stopping_met is not None:
+            for metric in ("ttft", "tpot"):
+                verdict = self.early_stopping(metric)
+                lines.append(f"{metric.upper()} Early Stopping Result:")
+                lines.append(verdict.text() if verdict is not None else "")
+        if self.scheduled_samples_per_s is not None:
+            lines.append(f"Scheduled samples per second : {self.scheduled_samples_per_s:.2f}")
+        if self.rules.scale != 1:
+            lines.append(f"(Run rules scaled by {self.rules.scale:g}: minimum duration "
+                         f"{self.rules.min_duration_s:g} s.)")
+        return "\n".join(lines)
+
+
+def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
+          rules: RunRules | None = None, system: str = "modelled system",
+          rate_per_s: float | None = None, limit: LatencyBounds | None = None) -> Summary:
+    """Judge a run as LoadGen would, and compute its result.
+
+    Checks, per scenario: minimum duration, minimum query (or sample) count,
+    and for Server and Interactive the p99 TTFT and TPOT against
+    :func:`~inferlab.benchmark.mlperf.bounds` (or ``limit``, for a run with bounds of its own) and
+    early
+    stopping on TPOT, then on TTFT if TPOT passed; for Single-Stream the same
+    order of early-stopping tests at the 90th percentile, which ask only for
+    enough queries. Every scenario uses token latencies, so a one-token answer
+    raises ``ValueError``, as do an unknown scenario or model, or a log that is not
+    a :class:`QueryLog`.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    checks.option("scenario", scenario, SCENARIOS)
+    if not isinstance(log, QueryLog):
+        raise ValueError("log: give a QueryLog (QueryLog.from_results or run_scenario)")
+    # A run with bounds and rules of its own needs no benchmark to take them from.
+    if model not in BOUNDS and (limit is None or rules is None):
+        raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
+    if limit is not None and not isinstance(limit, LatencyBounds):
+        raise ValueError(f"limit: {limit!r} is not a LatencyBounds")
+    if rate_per_s is not None:
+        rate_per_s = checks.positive("rate_per_s", rate_per_s)
+    _check_token_counts(log.output_tokens)
+    rules = mlperf_rules(model) if rules is None else rules
+    n = len(log)
+    start = 0.0  # LoadGen's clock starts with the test, not with the first query
+    reasons: list[str] = []
+    early: list[EarlyStopping] = []
+    perf_met = early_met = None
+    ttft_p99 = tpot_p99 = float("nan")
+    scheduled_rate = completed_rate = None
+    if scenario == "Offline":
+        duration = float(np.max(log.finish_s)) - start
+        min_queries_met = n >= rules.offline_min_samples
+        if not min_queries_met:
+            reasons.append(f"{n:,} samples, fewer than the minimum {rules.offline_min_samples:,}")
+        result, unit = log.tokens / duration, "tokens/s"
+    else:
+        duration = float(np.max(log.issued_s)) - start
+        min_queries_met = n >= rules.min_queries
+        if not min_queries_met:
+            reasons.append(f"{n:,} queries, fewer than the minimum {rules.min_queries:,}")
+    if scenario == "SingleStream":
+        p = TARGET_PERCENTILE[scenario]
+        ttft_p99 = loadgen_percentile(log.ttft_s, p)
+        tpot_p99 = loadgen_percentile(log.tpot_s, p)
+        result, unit = loadgen_percentile(log.latency_s, p), "s"
+        early = [single_stream_early_stopping(log.tpot_s, p, rules.confidence, metric="tpot")]
+        if early[0].passed:
+            early.append(single_stream_early_stopping(log.ttft_s, p, rules.confidence,
+                                                      metric="ttft"))
+        early_met = all(verdict.passed for verdict in early)
+        if not early_met:
+            reasons.append(f"early stopping needs at least {early[0].needed} queries; the run "
+                           f"has {n}")
+    elif scenario in BOUNDED_SCENARIOS:
+        limit = bounds(model, scenario) if limit is None else limit
+        p = TARGET_PERCENTILE[scenario]
+        ttft_p99 = loadgen_percentile(log.ttft_s, p)
+        tpot_p99 = loadgen_percentile(log.tpot_s, p)
+        perf_met = True
+        if ttft_p99 > limit.ttft_s:
+            perf_met = False
+            reasons.append(f"p99 TTFT {ttft_p99 * 1e3:,.0f} ms is over the "
+                           f"{limit.ttft_s * 1e3:,.0f} ms bound")
+        if tpot_p99 > limit.tpot_s:
+            perf_met = False
+            reasons.append(f"p99 TPOT {tpot_p99 * 1e3:,.1f} ms is over the "
+                           f"{limit.tpot_s * 1e3:,.0f} ms bound")
+        # TPOT first; LoadGen evaluates TTFT only if TPOT passed (results.cc, `&&`).
+        early = [early_stopping(log.tpot_s, limit.tpot_s, p, rules.confidence, metric="tpot")]
+        if early[0].passed:
+            early.append(early_stopping(log.ttft_s, limit.ttft_s, p, rules.confidence,
+                                        metric="ttft"))
+        early_met = all(verdict.passed for verdict in early)
+        for verdict in early:
+            if not verdict.passed:
+                reasons.append(f"early stopping on {verdict.metric.upper()}: "
+                               f"{verdict.overlatency:,} of {n:,} over the bound; needs "
+                               f"{verdict.needed:,} ({verdict.more_queries:,} more)")
+        # LoadGen's "Completed tokens per second": every token over the time at which the
+        # last *scheduled* query finished (final_query_all_samples_done_time in
+        # loadgen/results.cc), not the latest finish of any query.
+        last = int(np.argmax(log.issued_s))
+        done = float(log.finish_s[last]) - start
+        result, unit = log.tokens / done, "tokens/s"
+        scheduled = float(log.issued_s[last]) - start
+        completed_rate = (n - 1) / done if done > 0 else math.nan
+        scheduled_rate = (n - 1) / scheduled if scheduled > 0 else math.nan
+    min_duration_met = duration >= rules.min_duration_s
+    if not min_duration_met:
+        reasons.insert(0, f"ran {duration:,.1f} s, short of the minimum "
+                          f"{rules.min_duration_s:,.0f} s")
+    valid = min_duration_met and min_queries_met and perf_met is not False \
+        and early_met is not False
+    return Summary(scenario, model, system, float(result), unit, valid, tuple(reasons), n,
+                   duration, min_duration_met, min_queries_met, perf_met, early_met,
+                   float(ttft_p99), float(tpot_p99), tuple(early), rules, rate_per_s, log,
+                   scheduled_rate, completed_rate)
+
+
+# --------------------------------------------------------------------------------------
+# A modelled system, a workload, and the scenarios run against them
+# --------------------------------------------------------------------------------------
+
+
+#: How a system hands its queries to its replicas. ``"round-robin"`` deals them in turn, so
+#: each replica sees every ``replicas``-th arrival, a smoother stream than the whole.
+#: ``"random"`` sends each to a replica drawn uniformly (seeded, :data:`DISPATCH_SEED`):
+#: each replica then sees a Poisson stream of its own, the burstiest a dispatcher that
+#: ignores the replicas' load can give. A real harness sits between the two or beyond
+#: them: NVIDIA's lets each engine take the queued queries when it next asks.
+DISPATCHES = ("round-robin", "random")
+
+#: The seed of ``"random"`` dispatch: two runs of the same system deal alike.
+DISPATCH_SEED = 0
+
+
+def dealt_in_turn(n: int, replicas: int) -> list[np.ndarray]:
+    """The positions of ``n`` queries dealt round-robin: replica ``k`` gets ``k``,
+    ``k + replicas``, ... Replicas beyond the ``n``-th are dealt none and left out."""
+    n = checks.whole("n", n, minimum=0, maximum=MAX_QUERIES)
+    replicas = checks.whole("replicas", replicas)
+    return [np.arange(k, n, replicas) for k in range(min(replicas, n))]
+
+
+@dataclass(frozen=True)
+class System:
+    """A system under test: ``replicas`` data-parallel copies of one replica.
+
+    ``accelerators`` is ``replicas x replica.tp``. ``dispatch`` says how queries reach
+    the replicas (:data:`DISPATCHES`). Used in chapters 'Batching' and 'Benchmark
+    scenarios'.
+    """
+
+    name: str
+    replica: Replica
+    replicas: int = 1
+    scheduler: Scheduler = field(default_factory=lambda: Scheduler(max_batch=512,
+                                                                   token_budget=2048))
+    dispatch: str = "round-robin"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.replica, Replica):
+            raise ValueError(f"replica: {self.replica!r} is not a Replica")
+        checks.whole("replicas", self.replicas)
+        if self.dispatch not in DISPATCHES:
+            raise ValueError(f"dispatch: {self.dispatch!r} is not one of "
+                             f"{', '.join(DISPATCHES)}")
+
+    def shares(self, n: int) -> list[np.ndarray]:
+        """The positions, in issue order, of the queries each replica gets of ``n``."""
+        n = checks.whole("n", n, minimum=0, maximum=MAX_QUERIES)
+        if self.dispatch == "round-robin":
+            return dealt_in_turn(n, self.replicas)
+        who = np.random.default_rng(DISPATCH_SEED).integers(self.replicas, size=n)
+        return [np.flatnonzero(who == k) for k in range(self.replicas)]
+
+    @property
+    def accelerators(self) -> int:
+        """Chips in the whole system."""
+        return self.replicas * self.replica.tp
+
+    def ceiling_rate_per_s(self, prompts, outputs) -> float:
+        """Queries per second no schedule can beat for queries of these lengths: every
+        prompt and output token goes once through the matrix multiplies, and a step
+        takes at least their time
+        (:meth:`inferlab.model.steptime.Replica.matmul_s`), so the replicas can do
+        no more than that work per second. Weight reads, attention and overhead only
+        lower the real rate.
+        """
+        tokens = float(np.mean(checks.wholes("prompts", prompts, size=MAX_QUERIES))
+                       + np.mean(checks.wholes("outputs", outputs, size=MAX_QUERIES)))
+        return self.replicas / float(self.replica.matmul_s(tokens))
+
+
+def example_system() -> System:
+    """The chapter's example: Llama 2 70B at FP8 on 8x H200, as eight one-GPU replicas.
+
+    Efficiency and step overhead are the batching chapter's explorer values
+    (:data:`inferlab.model.steptime.ATTAINABLE_FRACTION`, 1 ms per step).
+    """
+    rep = replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8",
+                  memory_efficiency=ATTAINABLE_FRACTION, compute_efficiency=ATTAINABLE_FRACTION,
+                  step_overhead_s=EXPLORER_OVERHEAD_S)
+    return System("Llama 2 70B on 8x H200 (modelled)", rep, 8)
+
+
+def _poisson_run(system: System, workload: Workload, rate: float, n: int,
+                 hopeless=None) -> QueryLog | None:
+    """``n`` queries of ``workload`` arriving as a Poisson stream at ``rate`` per second, served
+    (see :func:`_serve` for ``hopeless``): a Server or Interactive run."""
+    prompts, outputs = workload.lengths(n)
+    return _serve(system, workload.unit_arrivals(n) / rate, prompts, outputs, "poisson", hopeless)
+
+
+def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
+           hopeless=None, simulated=None) -> QueryLog | None:
+    """Deal the queries to the replicas as the system dispatches (:meth:`System.shares`),
+    simulate each, merge the logs.
+
+    ``hopeless``, if given, sees each replica's log as it is simulated; once it
+    returns true the run is abandoned and ``None`` returned. ``simulated`` maps a
+    replica's index to the run of its share, already simulated, which is used as it is.
+    """
+    simulated = {} if simulated is None else simulated
+    shares, runs = [], []
+    for index, share in enumerate(system.shares(len(prompts))):
+        if not share.size:
+            continue
+        run = simulated.get(index)
+        if run is None:
+            requests = Requests(arrivals[share], prompts[share], outputs[share], kind)
+            run = simulate(system.replica, requests, system.scheduler)
+        shares.append(share)
+        runs.append(run)
+        if hopeless is not None and hopeless(QueryLog.from_results(runs[-1:])):
+            return None
+    # Each query keeps its place in the issue order (every Offline query is issued at 0).
+    return QueryLog.from_results(runs, shares)
+
+
+def queries_to_issue(scheduled_s, rules: RunRules) -> int:
+    """How many queries of a Server schedule LoadGen issues, given their scheduled times.
+
+    ``GenerateQueries`` (``loadgen/loadgen.cc``) keeps adding queries while the last
+    one is scheduled before the minimum duration or the count is below the minimum.
+    Under equal issue the minimum starts padded to a whole number of dataset passes
+    (``RunRules.pad``) and grows by one pass whenever it is reached before the
+    minimum duration, so the count is the first ``pad(min_queries) + k x dataset``
+    whose last query is scheduled at or after ``min_duration_s``.
+
+    ``scheduled_s`` is the schedule in seconds, sorted, long enough to hold the
+    answer; raises ``ValueError`` if it is not.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    times = np.asarray(scheduled_s, dtype=float)
+    if times.ndim != 1 or times.size == 0 or np.any(np.diff(times) < 0):
+        raise ValueError("scheduled_s: give a non-empty, sorted 1-D array of times")
+    if not isinstance(rules, RunRules):
+        raise ValueError(f"rules: {rules!r} is not a RunRules")
+    reached = int(np.searchsorted(times, rules.min_duration_s, side="left"))
+    if reached == times.size:
+        raise ValueError(f"scheduled_s: {times.size} queries end at {times[-1]:.3f} s, "
+                         f"before the minimum duration {rules.min_duration_s:g} s")
+    first_past = reached + 1
+    count = rules.pad(rules.min_queries)
+    if rules.equal_issue and first_past > count:
+        count += math.ceil((first_past - count) / rules.dataset_samples) * rules.dataset_samples
+    count = max(count, first_past)
+    if count > times.size:
+        raise ValueError(f"scheduled_s: LoadGen would issue {count} queries; the schedule "
+                         f"holds {times.size}")
+    return count
+
+
+def server_query_count(rate_per_s: float, workload: Workload, rules: RunRules) -> int:
+    """How many queries LoadGen schedules at ``rate_per_s``: :func:`queries_to_issue` over
+    the workload's arrival schedule.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    rate = checks.positive("rate_per_s", rate_per_s)
+    checks.instance("workload", workload, Workload)
+    checks.instance("rules", rules, RunRules)
+    extra = rules.dataset_samples if rules.equal_issue else 0
+    # Compared as a float first: a huge rate's count is no int to allocate for.
+    expected = rate * rules.min_duration_s * 1.2 + 16
+    n = rules.pad(rules.min_queries)
+    while True:
+        if max(n, expected) + extra > MAX_QUERIES:
+            raise ValueError(f"rate_per_s: {rate:g} queries/s for {rules.min_duration_s:g} s "
+                             f"(rules) is more than the {MAX_QUERIES:,} queries a run may hold")
+        n = max(n, math.ceil(expected))
+        arrivals = checks.finite_result(workload.unit_arrivals(n + extra) / rate, "rate_per_s")
+        try:
+            return queries_to_issue(arrivals, rules)
+        except ValueError:
+            expected = 2 * n
+
+
+def single_stream_min_queries(rules: RunRules, expected_latency_s: float) -> int:
+    """Single-Stream's minimum query count as ``TestSettingsInternal`` sets it.
+
+    Without equal issue, ``rules.min_queries``. With it, LoadGen first raises the
+    minimum to the queries the submitter's expected latency would fit in twice the
+    minimum duration (``2 x min_duration / expected latency``, truncated), then adds
+    ``dataset - count % dataset``: the next multiple of the dataset, a whole extra
+    pass if the count already is one (``loadgen/test_settings_internal.cc``).
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    checks.instance("rules", rules, RunRules)
+    latency = checks.positive("expected_latency_s", expected_latency_s)
+    count = rules.min_queries
+    if not rules.equal_issue:
+        return count
+    fitted = 2 * rules.min_duration_s / latency
+    if fitted > MAX_QUERIES:
+        raise ValueError(f"expected_latency_s: {latency:g} s fits {fitted:.3g} queries in twice "
+                         f"the minimum duration; at most {MAX_QUERIES:,} allowed")
+    count = max(count, int(fitted))
+    return count + rules.dataset_samples - count % rules.dataset_samples
+
+
+def run_scenario(system: System, scenario: str, *, workload: Workload | None = None,
+                 model: str = "llama2-70b", rate_per_s: float | None = None,
+                 rules: RunRules | None = None, queries: int | None = None) -> Summary:
+    """Run one LoadGen scenario against ``system`` and judge the run.
+
+    - Single-Stream: a closed loop of one query at a time on one replica, run until
+      both the minimum duration and the minimum query count are met.
+    - Offline: the larger of the minimum sample count and enough samples to last
+      the minimum duration (LoadGen pads with 10 % slack), all at time zero.
+    - Server, Interactive: Poisson arrivals at ``rate_per_s`` until the minimum
+      duration and count are met.
+
+    ``queries`` overrides the count (to show what a short run does). Raises
+    ``ValueError`` for an unknown scenario or model, a missing or non-positive
+    rate for Server or Interactive, one over :data:`MAX_OVERLOAD` times the
+    system's compute ceiling (:meth:`System.ceiling_rate_per_s`), or a count below 1.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    checks.option("scenario", scenario, SCENARIOS)
+    if not isinstance(system, System):
+        raise ValueError(f"system: {system!r} is not a System")
+    workload = Workload() if workload is None else workload
+    rules = mlperf_rules(model) if rules is None else rules
+    if model not in BOUNDS:
+        raise ValueError(f"model: {model!r} has no bounds here; give one of {', '.join(BOUNDS)}")
+    if queries is not None:
+        queries = checks.whole("queries", queries, maximum=MAX_QUERIES)
+    rate = None
+    if scenario in BOUNDED_SCENARIOS:
+        if rate_per_s is None:
+            raise ValueError(f"rate_per_s: the {scenario} scenario needs a target rate")
+        rate = checks.positive("rate_per_s", rate_per_s)
+        most = _most_rate_per_s(system, workload)
+        if rate > most:
+            raise ValueError(
+                f"rate_per_s: {rate:,.1f} queries/s is more than {MAX_OVERLOAD:g} times the "
+                f"{most / MAX_OVERLOAD:,.1f} queries/s {system.name} could complete even if "
+                f"it only multiplied matrices; give at most {most:,.1f}")
+        log = _poisson_run(system, workload, rate,
+                           queries or server_query_count(rate, workload, rules))
+    elif scenario == "Offline":
+        if queries:
+            prompts, outputs = workload.lengths(queries)
+            log = _serve(system, np.zeros(queries), prompts, outputs, "all_at_once")
+        else:
+            log = _offline_run(system, workload, rules)
+    else:
+        n = queries or rules.min_queries
+        log = _single_stream(system, workload, n)
+        if not queries:
+            # The submitter's expected latency: the mean over a pilot of min_queries queries.
+            floor = single_stream_min_queries(rules, float(np.mean(log.latency_s)))
+            n = max(n, floor)
+            while True:
+                log = _single_stream(system, workload, n)
+                last_issue = float(np.max(log.issued_s))
+                if last_issue >= rules.min_duration_s:
+                    break
+                n = max(n + 1, math.ceil(n * rules.min_duration_s / max(last_issue, 1e-9) * 1.05))
+            # LoadGen stops issuing once both the count and the duration are met.
+            past = int(np.searchsorted(log.issued_s, rules.min_duration_s, side="left")) + 1
+            log = log.head(max(floor, past))
+    return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
+
+
+def _most_rate_per_s(system: System, workload: Workload) -> float:
+    """The highest Server or Interactive rate a run may ask for: :data:`MAX_OVERLOAD`
+    times the compute ceiling at the mean lengths of the workload's first queries."""
+    return MAX_OVERLOAD * system.ceiling_rate_per_s(*workload.lengths(CEILING_SAMPLE))
+
+
+def _held_rate_per_s(rules: RunRules) -> float:
+    """The highest Server rate whose run, by :func:`server_query_count`'s estimate with a
+    tenth to spare, holds no more than :data:`MAX_QUERIES` queries."""
+    if rules.min_duration_s == 0:
+        return math.inf
+    extra = rules.dataset_samples if rules.equal_issue else 0
+    return 0.9 * (MAX_QUERIES - extra - 16) / (1.2 * rules.min_duration_s)
+
+
+def _single_stream(system: System, workload: Workload, n: int) -> QueryLog:
+    """The first ``n`` queries of the workload, one at a time on one replica."""
+    prompts, outputs = workload.lengths(n)
+    closed = Requests(np.full(n, np.nan), prompts, outputs, "closed", 1)
+    closed.arrival_s[0] = 0.0
+    return QueryLog.from_results([simulate(system.replica, closed, system.scheduler)])
+
+
+def _offline_run(system: System, workload: Workload, rules: RunRules) -> QueryLog:
+    """An Offline run as LoadGen sizes it: the minimum sample count, or more if they finish
+    before the minimum duration (scaled up from the last try, with LoadGen's 10 % slack,
+    until they last), padded to whole dataset passes under equal issue.
+
+    Each replica serves its share of the samples on its own, so a try simulates only the
+    largest share: the whole run lasts at least as long. The other replicas then run
+    once, at the count found, beside the share already simulated.
+    """
+    n = rules.pad(rules.offline_min_samples)
+    while True:
+        prompts, outputs = workload.lengths(n)
+        shares = system.shares(n)
+        largest = max(range(len(shares)), key=lambda index: shares[index].size)
+        share = shares[largest]
+        run = simulate(system.replica, Requests(np.zeros(share.size), prompts[share],
+                                                outputs[share], "all_at_once"),
+                       system.scheduler)
+        took = float(np.max(run.finish_s))
+        if took >= rules.min_duration_s:
+            return _serve(system, np.zeros(n), prompts, outputs, "all_at_once",
+                          simulated={largest: run})
+        n = rules.pad(max(n + 1, math.ceil(n / took * rules.min_duration_s * 1.1)))
+        if n > MAX_QUERIES:
+            raise ValueError(f"rules: an Offline run of {rules.min_duration_s:g} s needs more "
+                             f"than the {MAX_QUERIES:,} samples a run may hold")
+
+
+def offline_rate_per_s(system: System, workload: Workload | None = None,
+                       rules: RunRules | None = None) -> float:
+    """Queries per second the system completes with every sample queued at once.
+
+    No Server rate above it can be sustained: the search's upper limit.
+    """
+    workload = Workload() if workload is None else workload
+    rules = mlperf_rules() if rules is None else rules
+    n = rules.offline_min_samples
+    prompts, outputs = workload.lengths(n)
+    log = _serve(system, np.zeros(n), prompts, outputs, "all_at_once")
+    return n / float(np.max(log.finish_s))
+
+
+class Trial(NamedTuple):
+    """One rate a search tried, and its verdict.
+
+    A trial is ``cut_short`` once so many of its queries have missed a bound that
+    the run's p99 must miss it too, whatever the queries not yet simulated do: the
+    verdict (invalid) is then certain and its percentiles are not computed (NaN).
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    rate_per_s: float
+    valid: bool
+    ttft_p99_s: float
+    tpot_p99_s: float
+    cut_short: bool = False
+
+
+@dataclass(frozen=True)
+class ServerSearch:
+    """The highest valid rate found, its summary, and every rate tried.
+
+    ``trials`` holds a :class:`Trial` for each rate, in the order tried. ``best``
+    is ``None`` if no rate tried was valid.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    scenario: str
+    rate_per_s: float
+    best: Summary | None
+    trials: tuple[Trial, ...]
+
+    @property
+    def result_tok_s(self) -> float:
+        """The valid run's tokens per second (0 if none was valid)."""
+        return self.best.result if self.best is not None else 0.0
+
+    @property
+    def at_ceiling(self) -> bool:
+        """Whether every rate tried passed, so that the search's own upper limit stopped it,
+        not a bound, and the system may sustain more (or, without a TTFT bound, its queue
+        grows)."""
+        return bool(self.trials) and all(trial.valid for trial in self.trials)
+
+
+def server_trial(system: System, scenario: str, workload: Workload, model: str,
+                 rate: float, rules: RunRules, limit: LatencyBounds | None = None,
+                 abandon: bool = True) -> Summary | None:
+    """A Server or Interactive run at ``rate``, as :func:`run_scenario` does it, abandoned
+    (``None``) as soon as its verdict is certain to be invalid.
+
+    LoadGen's p99 is the sorted value at ``floor(0.99 n)``, so it is over a bound
+    once ``n - floor(0.99 n)`` queries are; near and past saturation the first
+    replica or two usually show that many, and the rest need not be simulated.
+    ``abandon=False`` runs it whole, for the p99s of a run that misses.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    rate = checks.real("rate", rate, low=MIN_SEARCH_RATE_PER_S, high=MAX_RATE_PER_S)
+    n = server_query_count(rate, workload, rules)
+    limit = bounds(model, scenario) if limit is None else limit
+    enough = n - int(n * TARGET_PERCENTILE[scenario])
+    over = [0, 0]
+
+    def hopeless(part: QueryLog) -> bool:
+        over[0] += int(np.count_nonzero(part.ttft_s > limit.ttft_s))
+        over[1] += int(np.count_nonzero(part.tpot_s > limit.tpot_s))
+        return max(over) >= enough
+
+    log = _poisson_run(system, workload, rate, n, hopeless if abandon else None)
+    if log is None:
+        return None
+    return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate,
+                 limit=limit)
+
+
+#: The most queries per second a Server run is asked for, far past any system modelled here.
+MAX_RATE_PER_S = 1e6
+
+
+#: The share of a run's queries issued before :func:`completed_share` starts counting, the
+#: time in which the system fills.
+WARMUP_SHARE = 0.2
+
+
+def completed_share(log: QueryLog) -> float:
+    """Queries finished per query issued while the stream ran, after its first
+    :data:`WARMUP_SHARE` of queries.
+
+    About 1 for a system that keeps up with its rate (at a steady state each query issued
+    is answered a latency later), about ``1 / rho`` for one offered ``rho`` times the rate it
+    completes, whose queue grows for as long as the run lasts. A p99 bound on TTFT catches
+    such a queue; without one, this share does.
+
+    Used in chapter 'Choosing hardware'.
+    """
+    if len(log) < 2:
+        raise ValueError("log: give a run of at least two queries")
+    start = float(np.quantile(log.issued_s, WARMUP_SHARE))
+    end = float(np.max(log.issued_s))
+    issued = np.count_nonzero((log.issued_s > start) & (log.issued_s <= end))
+    finished = np.count_nonzero((log.finish_s > start) & (log.finish_s <= end))
+    return float(finished / issued) if issued else 1.0
+
+
+def find_server_rate(system: System, scenario: str = "Server", *,
+                     workload: Workload | None = None, model: str = "llama2-70b",
+                     rules: RunRules | None = None, upper_rate_per_s: float | None = None,
+                     iterations: int = 10, limit: LatencyBounds | None = None,
+                     progress=None) -> ServerSearch:
+    """Bisect for the highest Poisson rate whose run LoadGen would judge valid.
+
+    The p99 bounds are ``model``'s for ``scenario`` (:func:`~inferlab.benchmark.mlperf.bounds`), or
+    ``limit``: a service level of one's own, judged by the same rules.
+
+    Between 0 and ``upper_rate_per_s``, ``iterations`` halvings. The default upper
+    limit starts at 1.2 x :func:`offline_rate_per_s` and doubles for as long as a run
+    at it is still valid: a Server run can sit well above a finite Offline run's
+    rate, whose last batches drain slowly, and a search whose every trial passes has
+    found its limit, not the system's. It stops at :data:`MAX_OVERLOAD` times the
+    compute ceiling (:meth:`System.ceiling_rate_per_s`), and a run valid even there
+    is returned as found at that rate. Every trial is a full run judged with all the rules
+    (duration, count, p99 bounds, early stopping), except that a run is abandoned
+    once its p99 is certain to miss a bound (see :class:`Trial`); the rate found is
+    the same either way. Validity is assumed to fall with the rate, which holds for
+    these runs but not for every system.
+
+    Without a TTFT bound (``limit`` with an infinite ``ttft_s``) a queue may grow for ever
+    and every rate passes; no rate serves more than an Offline run completes, so the
+    default upper limit is not doubled then.
+
+    ``progress`` draws a bar over the trials in a notebook (pass
+    :func:`inferlab.pages.progress.progress`; ``None`` shows nothing).
+
+    Raises ``ValueError`` for a scenario without a bound, an unknown model, or a
+    non-positive upper rate.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if scenario not in BOUNDED_SCENARIOS:
+        raise ValueError(f"scenario: {scenario!r} has no rate to search; give "
+                         f"{' or '.join(BOUNDED_SCENARIOS)}")
+    if limit is None:
+        bounds(model, scenario)
+    elif not isinstance(limit, LatencyBounds):
+        raise ValueError(f"limit: {limit!r} is not a LatencyBounds")
+    checks.iterations("iterations", iterations)
+    workload = Workload() if workload is None else workload
+    rules = mlperf_rules(model) if rules is None else rules
+    given = upper_rate_per_s is not None
+    high = (checks.real("upper_rate_per_s", upper_rate_per_s, low=MIN_SEARCH_RATE_PER_S,
+                        high=MAX_RATE_PER_S)
+            if given else 1.2 * offline_rate_per_s(system, workload, rules))
+    endless_queue = limit is not None and not math.isfinite(limit.ttft_s)
+    trials = []
+    ticks = checks.shown("progress", progress, range(iterations),
+                         label=f"{scenario} rate search, trials")
+
+    def trial(rate: float) -> tuple[bool, Summary | None]:
+        next(ticks, None)
+        summary = server_trial(system, scenario, workload, model, rate, rules, limit)
+        if summary is None:
+            trials.append(Trial(rate, False, math.nan, math.nan, cut_short=True))
+            return False, None
+        trials.append(Trial(rate, summary.valid, summary.ttft_p99_s, summary.tpot_p99_s))
+        return summary.valid, summary
+
+    # A very short run can pass far past saturation; the doubling stops where
+    # run_scenario would refuse the rate, or where its run would hold more queries
+    # than a run may.
+    most = min(_most_rate_per_s(system, workload), _held_rate_per_s(rules))
+    with closing(ticks):
+        low, passing = 0.0, None
+        while not (given or endless_queue) and low < most:
+            high = min(high, most)
+            valid, summary = trial(high)
+            if not valid:
+                break
+            low, passing, high = high, summary, 2 * high
+        if low >= most:
+            return ServerSearch(scenario, low, passing, tuple(trials))
+        rate, best = highest_passing(trial, low, high, iterations=iterations)
+    return ServerSearch(scenario, rate, passing if best is None else best, tuple(trials))
+
+
+# --------------------------------------------------------------------------------------
+# Explorer: target rate -> p99 TTFT and TPOT against the bounds
+# --------------------------------------------------------------------------------------
+
+#: The explorer's run rules — MLPerf's, with the minimum duration cut to a quarter
+#: (150 s) so that one move of the slider simulates in well under a second.
+EXPLORER_SCALE = 0.25
+
+
+@dataclass(frozen=True)
+class ServerView:
+    """One run of the Server explorer: sorted TTFT and TPOT, the bounds and the verdict.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    rate_per_s: float
+    scenario: str
+    ttft_sorted_s: np.ndarray
+    tpot_sorted_s: np.ndarray
+    limit: LatencyBounds
+    summary: Summary
+
+
+def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") -> ServerView:
+    """Run the example system at ``rate_per_s`` under ``scenario`` and judge it.
+
+    Uses :func:`example_system`, the default :class:`~inferlab.benchmark.workload.Workload` and
+    MLPerf's rules
+    scaled by :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive
+    rate or a scenario without a bound.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if scenario not in BOUNDED_SCENARIOS:
+        raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(BOUNDED_SCENARIOS)}")
+    rate = checks.positive("rate_per_s", rate_per_s)
+    summary = run_scenario(_cached_system(), scenario, rate_per_s=rate,
+                           rules=mlperf_rules(scale=EXPLORER_SCALE))
+    return ServerView(rate, scenario, np.sort(summary.log.ttft_s), np.sort(summary.log.tpot_s),
+                      bounds("llama2-70b", scenario), replace(summary, log=None))
+
+
+@cache
+def _cached_system() -> System:
+    return example_system()
