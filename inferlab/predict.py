@@ -296,12 +296,11 @@ def layout_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelS
 
 def as_stack(value, chip, precision: str) -> Stack:
     """The stack a prediction runs: ``value`` if it is a
-    :class:`~inferlab.serving.calibration.Stack`
-    (used as built), the stack of ``data/stacks.csv`` it names, or by default the vendor's
-    calibrated stack for ``chip`` (a name or a :class:`~inferlab.model.specs.Chip`) at
-    ``precision``."""
+    :class:`~inferlab.serving.calibration.Stack` (used as built), the stack of
+    ``data/stacks.csv`` it names, or by default the vendor's calibrated stack for ``chip``
+    (a name or a :class:`~inferlab.model.specs.Chip`) at ``precision``."""
     if value is None:
-        return stack_for(specs.as_chip(chip).name, precision)
+        return stack_for(specs.as_chip(chip), precision)
     if isinstance(value, str):
         try:
             return stack(value)

@@ -22,9 +22,8 @@ The server decodes greedily (sampling parameters such as
 (:data:`~inferlab.lab.openai_api.UNSUPPORTED`: ``logprobs``, ``echo``, ``n`` above 1, ``best_of``,
 ``suffix``, ``logit_bias``, ``tools``, a non-text ``response_format``, ...) are
 refused with 400 naming the parameter rather than silently ignored.
-:func:`~inferlab.tokens.hf_tokenizer.write_tokenizer_dir` writes the server's tokenizer as a
-Hugging Face
-``tokenizer.json`` folder, so tools that count tokens with a Hugging Face
+:func:`~inferlab.tokens.hf_tokenizer.write_tokenizer_dir` writes the server's tokenizer as
+a Hugging Face ``tokenizer.json`` folder, so tools that count tokens with a Hugging Face
 tokenizer (AIPerf, guidellm) load it offline.
 
 Continuous batching: one worker thread owns the engine. At every step it
@@ -68,16 +67,14 @@ Robustness, so that no request can hold up the others (each bound is a
 :class:`~inferlab.lab.engine_loop.ServerConfig` field):
 
 - a body over ``max_body_bytes`` gets 413, a ``Content-Type`` other than JSON
-  415, JSON nested deeper than :data:`~inferlab.lab.openai_api.MAX_JSON_DEPTH` or numbers JSON
-  cannot
-  hold (token ids beyond the vocabulary, a 5,000-digit integer) 400;
+  415, JSON nested deeper than :data:`~inferlab.lab.openai_api.MAX_JSON_DEPTH` or
+  numbers JSON cannot hold (token ids beyond the vocabulary, a 5,000-digit integer) 400;
 - a prompt whose UTF-8 length alone proves it longer than the context (at
   most one token per byte count of the tokenizer's longest token) is refused
   before it is tokenized, and tokenizing runs in a worker thread, off the
   event loop;
-- sampling parameters are range-checked (:data:`~inferlab.lab.openai_api.SAMPLING_RANGES`), 400
-naming
-  the parameter and the range; 429 and 503 carry ``Retry-After``;
+- sampling parameters are range-checked (:data:`~inferlab.lab.openai_api.SAMPLING_RANGES`),
+  400 naming the parameter and the range; 429 and 503 carry ``Retry-After``;
 - a connection gets ``request_timeout_s`` to send a request's headers and
   body, then 408 and is closed (a slowloris client cannot hold a descriptor
   for longer), and at most ``max_connections`` are open at once (503 beyond);
@@ -714,8 +711,8 @@ def main(argv: list[str] | None = None) -> None:
 
     ``--model`` sets the name clients must send, ``--eos-token-id`` an id that
     ends a request (unless it sets ``ignore_eos``), and ``--tokenizer-dir DIR``
-    first writes the tokenizer folder of :func:`~inferlab.tokens.hf_tokenizer.write_tokenizer_dir`
-    there.
+    first writes the tokenizer folder of
+    :func:`~inferlab.tokens.hf_tokenizer.write_tokenizer_dir` there.
     """
     parser = argparse.ArgumentParser(description="Serve the inferlab engine over the OpenAI API.")
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")

@@ -378,9 +378,10 @@ def stack_for(chip, precision: str) -> Stack:
 
 
 def assumed_stack() -> Stack:
-    """The software stack assumed for chips without a calibrated one: :data:`ATTAINABLE_FRACTION`
-    of peak bandwidth and compute, and the fixed cost per step fitted for TensorRT-LLM at
-    FP8, the one fixed cost the audited results measure. An assumption.
+    """The software stack assumed for chips without a calibrated one:
+    :data:`~inferlab.model.steptime.ATTAINABLE_FRACTION` of peak bandwidth and compute, and
+    the fixed cost per step fitted for TensorRT-LLM at FP8, the one fixed cost the audited
+    results measure. An assumption.
 
     Used in chapter 'Choosing hardware'.
     """
