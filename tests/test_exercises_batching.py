@@ -13,7 +13,7 @@ from conftest import glued
 from inferlab.benchmark.mlperf import MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.common.data import result
 from inferlab.model import specs
-from inferlab.model.steptime import curve_explorer_compute
+from inferlab.pages.explorers.batching import curve_explorer_compute
 
 RESERVE = 0.10  # the activation reserve every replica holds back
 

@@ -10,6 +10,7 @@ import pytest
 
 from inferlab.benchmark import early_stopping as es
 from inferlab.benchmark import mlperf
+from inferlab.pages.explorers import scenarios
 from inferlab.serving import loadgen as lg
 from inferlab.serving.simulator import MLPERF_LLAMA2_70B_BOUNDS
 
@@ -373,11 +374,11 @@ def test_query_mix_draws_are_prefix_consistent():
 
 
 def test_explorer_compute_judges_against_the_chosen_bounds():
-    view = lg.server_explorer_compute(40.0, "Interactive")
+    view = scenarios.server_explorer_compute(40.0, "Interactive")
     assert view.limit == mlperf.bounds("llama2-70b", "Interactive")
     assert view.summary.valid
     with pytest.raises(ValueError, match="scenario"):
-        lg.server_explorer_compute(40.0, "Offline")
+        scenarios.server_explorer_compute(40.0, "Offline")
 
 
 # ---- equal issue, LoadGen's sample rates, Single-Stream's result ------------------------

@@ -10,6 +10,7 @@ import pytest
 from inferlab.model import roofline as rl
 from inferlab.model.capacity import BYTES_PER_PARAM, kv_bytes_per_token, weight_bytes
 from inferlab.model.specs import chip, chips, model, models
+from inferlab.pages.explorers import bandwidth
 
 
 def _bandwidth(name):
@@ -178,14 +179,14 @@ def test_bad_input_names_the_argument(call, argument):
 
 
 def test_explorers_compute_and_refuse_bad_values():
-    view = rl.floor_explorer_compute(70, "fp16", "NVIDIA H100 SXM", 1.0, 0, 0, 1)
+    view = bandwidth.floor_explorer_compute(70, "fp16", "NVIDIA H100 SXM", 1.0, 0, 0, 1)
     assert view.floor.step_s * 1e3 == pytest.approx(41.8, abs=0.05)
     assert view.chips_to_hold == 2
-    custom = rl.floor_explorer_compute(70, "fp16", rl.CUSTOM_CHIP, 4.8, 320, 4096, 8)
+    custom = bandwidth.floor_explorer_compute(70, "fp16", bandwidth.CUSTOM_CHIP, 4.8, 320, 4096, 8)
     assert custom.floor.bandwidth_bytes_per_s == 4.8e12
     assert custom.per_user_tok_s[0] > custom.per_user_tok_s[-1]
     with pytest.raises(ValueError, match="bandwidth_tb_s"):
-        rl.floor_explorer_compute(70, "fp16", rl.CUSTOM_CHIP, 0, 320, 4096, 8)
-    roof = rl.roofline_explorer_compute("NVIDIA H100 SXM", "Llama 2 70B", "bf16", 1, 2048)
+        bandwidth.floor_explorer_compute(70, "fp16", bandwidth.CUSTOM_CHIP, 0, 320, 4096, 8)
+    roof = bandwidth.roofline_explorer_compute("NVIDIA H100 SXM", "Llama 2 70B", "bf16", 1, 2048)
     assert roof.decode.intensity_flop_per_byte < roof.ridge_flop_per_byte
     assert roof.prefill.intensity_flop_per_byte > roof.ridge_flop_per_byte

@@ -7,6 +7,7 @@ import pytest
 
 from inferlab.benchmark.traffic import Lengths, make_requests
 from inferlab.model.steptime import replica, steady_state
+from inferlab.pages.explorers import batching
 from inferlab.serving import simulator as sim
 
 H200 = "NVIDIA H200 SXM"
@@ -287,12 +288,12 @@ def test_result_helpers_check_their_arguments(rep):
 
 def test_the_tail_explorer_refuses_bad_sliders_and_its_tail_grows_with_load():
     with pytest.raises(ValueError, match="load"):
-        sim.tail_explorer_compute(load=-0.5)
+        batching.tail_explorer_compute(load=-0.5)
     with pytest.raises(ValueError, match="max_batch"):
-        sim.tail_explorer_compute(max_batch=0)
+        batching.tail_explorer_compute(max_batch=0)
     with pytest.raises(ValueError, match="output_cv"):
-        sim.tail_explorer_compute(output_cv=-1)
-    low, high = sim.tail_explorer_compute(load=0.3), sim.tail_explorer_compute(load=1.1)
+        batching.tail_explorer_compute(output_cv=-1)
+    low, high = batching.tail_explorer_compute(load=0.3), batching.tail_explorer_compute(load=1.1)
     assert high.percentiles["ttft_p99"] > 3 * low.percentiles["ttft_p99"]
     assert high.percentiles["ttft_p99.9"] >= high.percentiles["ttft_p99"]
 

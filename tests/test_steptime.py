@@ -15,6 +15,7 @@ from inferlab.model.roofline import (
     flop_per_token,
 )
 from inferlab.model.specs import chip, model
+from inferlab.pages.explorers import batching
 
 H200 = "NVIDIA H200 SXM"
 H100 = "NVIDIA H100 SXM"
@@ -243,15 +244,15 @@ def test_fronts_rank_the_chips_as_their_specs_do():
 
 
 def test_per_step_overhead_is_what_makes_the_interactive_bound_cost_throughput():
-    free = st.curve_explorer_compute(step_overhead_ms=0.0)
-    costly = st.curve_explorer_compute(step_overhead_ms=10.0)
-    for name in st.CURVE_CHIPS:
+    free = batching.curve_explorer_compute(step_overhead_ms=0.0)
+    costly = batching.curve_explorer_compute(step_overhead_ms=10.0)
+    for name in batching.CURVE_CHIPS:
         assert 0 <= free.drop(name) < 0.05
         assert costly.drop(name) > free.drop(name) + 0.1
     with pytest.raises(ValueError, match="step_overhead_ms"):
-        st.curve_explorer_compute(step_overhead_ms=-1)
+        batching.curve_explorer_compute(step_overhead_ms=-1)
     with pytest.raises(ValueError, match="efficiency"):
-        st.curve_explorer_compute(efficiency=0)
+        batching.curve_explorer_compute(efficiency=0)
 
 
 def test_a_cached_prefix_is_read_not_recomputed():

@@ -257,7 +257,10 @@ def test_error_message_gives_the_value_and_the_allowed_range():
 
 
 def test_the_explorers_functions_give_the_chapters_example_and_reject_bad_values():
-    from inferlab.lab.timing import reconcile_explorer_compute, timeline_explorer_compute
+    from inferlab.pages.explorers.phases import (
+        reconcile_explorer_compute,
+        timeline_explorer_compute,
+    )
 
     timeline = timeline_explorer_compute(550, 150, 270)
     assert timeline.ttft_s == pytest.approx(0.05 + 550 / 3000)

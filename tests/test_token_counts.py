@@ -8,6 +8,7 @@ import shutil
 
 import pytest
 
+from inferlab.pages.explorers import tokenization
 from inferlab.tokens import token_counts as tc
 from inferlab.tokens.tokenizers import available_tokenizers, get_tokenizer
 
@@ -219,11 +220,11 @@ def test_pieces_html_escapes_and_shows_white_space():
 
 
 def test_the_explorers_function_cuts_under_one_tokenizer_or_all():
-    every = tc.pieces_explorer_compute("The ferry leaves at six.")
+    every = tokenization.pieces_explorer_compute("The ferry leaves at six.")
     assert [row["tokenizer"] for row in every] == list(available_tokenizers())
-    (one,) = tc.pieces_explorer_compute("The ferry leaves at six.", "llama2")
+    (one,) = tokenization.pieces_explorer_compute("The ferry leaves at six.", "llama2")
     assert one == every[available_tokenizers().index("llama2")]
     with pytest.raises(ValueError, match="text"):
-        tc.pieces_explorer_compute("")
+        tokenization.pieces_explorer_compute("")
     with pytest.raises(ValueError, match="tokenizer"):
-        tc.pieces_explorer_compute("x", "no such tokenizer")
+        tokenization.pieces_explorer_compute("x", "no such tokenizer")

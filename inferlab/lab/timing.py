@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
@@ -260,23 +259,7 @@ def words_per_minute(tok_per_s: float, words_per_token: float) -> float:
     return checks.finite_result(rate * 60.0 * wpt, "tok_per_s", "words_per_token")
 
 
-# --- explorers' functions ----------------------------------------------------------------------
-
-
-#: Assumed queue wait and prefill rate of the timeline explorer (illustrative, not Groq's).
-TIMELINE_QUEUE_S = 0.05
-TIMELINE_PREFILL_TOK_PER_S = 3000.0
-
-
-def timeline_explorer_compute(prompt_tokens: int = 550, output_tokens: int = 150,
-                              decode_tok_per_s: float = 270.0) -> RequestTimeline:
-    """The timeline explorer's pure function: :func:`request_timeline` at the chapter's
-    illustrative queue wait and prefill rate (``TIMELINE_QUEUE_S``,
-    ``TIMELINE_PREFILL_TOK_PER_S``). Used in chapter 'Prefill and decode'.
-    """
-    return request_timeline(prompt_tokens, output_tokens, decode_tok_per_s,
-                            prefill_tok_per_s=TIMELINE_PREFILL_TOK_PER_S,
-                            queue_s=TIMELINE_QUEUE_S)
+# --- reconciling a published rate -------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -317,29 +300,3 @@ def reconcile(output_tokens: int, ttft_s: float, decode_tok_per_s: float, *,
         curve_output_tokens=curve_n,
         curve_rate_tok_per_s=rate_with_ttft_tok_per_s(curve_n, ttft, decode),
     )
-
-
-#: The record whose rate the reconciliation explorer finds a TTFT for, LLMPerf's median.
-RECONCILE_TARGET = "llmperf-groq-l2-70b-throughput"
-
-
-@cache
-def _reconcile_target_tok_per_s() -> float:
-    from inferlab.common.data import result  # pandas, only when an explorer asks
-
-    return float(result(RECONCILE_TARGET)["value"])
-
-
-def reconcile_explorer_compute(output_tokens: int = 150, ttft_s: float = 0.22,
-                               decode_tok_per_s: float = 270.0) -> Reconciliation:
-    """The reconciliation explorer's pure function: :func:`reconcile` with LLMPerf's
-    published median (record ``RECONCILE_TARGET``) as the target.
-    Used in chapter 'Prefill and decode'.
-    """
-    target = _reconcile_target_tok_per_s()
-    # No wait brings a decode rate at or below the target up to it: say so, rather than
-    # show a wait of "nan" for the target.
-    if checks.positive("decode_tok_per_s", decode_tok_per_s) <= target:
-        raise ValueError(f"decode_tok_per_s: {decode_tok_per_s:g} tok/s cannot average "
-                         f"{target:g} tok/s whatever the wait; give more than {target:g}")
-    return reconcile(output_tokens, ttft_s, decode_tok_per_s, target_tok_per_s=target)

@@ -13,8 +13,8 @@ Two ideas, one module:
   decode far left.
 
 SI units throughout: bytes, seconds, FLOP, bytes per second, FLOP per second.
-The pure functions of the chapter's two explorers are at the bottom of the module;
-the explorers themselves are in ``inferlab.pages.explorers.bandwidth``.
+The chapter's two explorers compute with these functions in
+:mod:`inferlab.pages.explorers.bandwidth`.
 
 Used in chapter 'The memory-bandwidth floor'; the batching chapter reuses the
 floor functions.
@@ -30,7 +30,6 @@ import numpy as np
 from inferlab.common import checks
 from inferlab.model import specs
 from inferlab.model.capacity import (
-    KIB,
     bytes_per_param,
     default_kv_precision,
     kv_bytes_for_context,
@@ -615,115 +614,3 @@ def throughput_at_max_batch(
     memory_s = bytes_moved / chip.memory_bandwidth_bytes_per_s
     bound = "compute" if compute_s > memory_s else "memory"
     return BatchedThroughput(chips, batch, max(compute_s, memory_s), bound)
-
-
-# --------------------------------------------------------------------------------------
-# What the explorers compute (they are drawn by inferlab.pages.explorers.bandwidth)
-# --------------------------------------------------------------------------------------
-
-#: The chip choice that uses the explorer's own bandwidth slider instead of a row of data.
-CUSTOM_CHIP = "custom bandwidth"
-_CONTEXT_GRID = np.unique(np.geomspace(1, 131072, 120).astype(int))
-
-
-@dataclass(frozen=True)
-class FloorView:
-    """What the floor explorer shows: the floor, and the ceiling across context lengths."""
-
-    floor: DecodeFloor
-    chip: str
-    capacity_bytes: float
-    context_tokens: int
-    contexts: np.ndarray
-    per_user_tok_s: np.ndarray
-
-    @property
-    def chips_to_hold(self) -> float:
-        """Chips of this kind needed to hold weights plus KV cache (nan for a custom bandwidth)."""
-        if not math.isfinite(self.capacity_bytes):
-            return math.nan
-        return math.ceil(self.floor.bytes_read / self.capacity_bytes)
-
-
-def floor_explorer_compute(
-    params_b: float,
-    precision: str,
-    chip: str,
-    bandwidth_tb_s: float,
-    kv_kib_per_token: float,
-    context_tokens: int,
-    batch: int,
-) -> FloorView:
-    """The floor explorer's pure function.
-
-    ``params_b`` billions of parameters at ``precision``, on ``chip`` (a row of
-    ``data/hardware.csv``) or, if ``chip`` is :data:`CUSTOM_CHIP`, at
-    ``bandwidth_tb_s`` TB/s; a KV cache of ``kv_kib_per_token`` KiB per token;
-    ``batch`` requests of ``context_tokens`` tokens. Returns the floor and the
-    per-user ceiling over a grid of context lengths.
-
-    Used in chapter 'The memory-bandwidth floor'.
-    """
-    # No model is near a million billion parameters; the cap keeps the bytes finite.
-    params = checks.positive("params_b", params_b, high=1e6) * 1e9
-    if chip == CUSTOM_CHIP:
-        bandwidth = checks.positive("bandwidth_tb_s", bandwidth_tb_s) * TB
-        capacity = math.nan
-    else:
-        spec = specs.chip(chip)
-        bandwidth = spec.memory_bandwidth_bytes_per_s
-        capacity = spec.memory_capacity_bytes
-    per_token = checks.non_negative("kv_kib_per_token", kv_kib_per_token) * KIB
-    floor = decode_floor(
-        weight_bytes(params, precision),
-        bandwidth,
-        kv_bytes_per_token=per_token,
-        context_tokens=context_tokens,
-        batch=batch,
-    )
-    steps = (floor.weight_bytes + per_token * _CONTEXT_GRID * floor.batch) / bandwidth
-    return FloorView(floor, chip, capacity, int(context_tokens), _CONTEXT_GRID, 1.0 / steps)
-
-
-@dataclass(frozen=True)
-class RooflineView:
-    """What the roofline explorer shows for one chip, model and batch."""
-
-    chip: str
-    peak_flop_per_s: float
-    bandwidth_bytes_per_s: float
-    decode: PassCost
-    prefill: PassCost
-    batch: int
-    prompt_tokens: int
-
-    @property
-    def ridge_flop_per_byte(self) -> float:
-        """The chip's ridge point."""
-        return ridge_point_flop_per_byte(self.peak_flop_per_s, self.bandwidth_bytes_per_s)
-
-    def attainable(self, cost: PassCost) -> float:
-        """Attainable FLOP/s of ``cost`` on this chip."""
-        return attainable_flop_per_s(cost.intensity_flop_per_byte, self.peak_flop_per_s,
-                                     self.bandwidth_bytes_per_s)
-
-
-def roofline_explorer_compute(
-    chip: str, model: str, precision: str, batch: int, context_tokens: int
-) -> RooflineView:
-    """The roofline explorer's pure function: decode at ``batch`` and a prefill of
-    ``context_tokens`` tokens of ``model`` at ``precision``, placed on ``chip``'s roofline.
-
-    Used in chapter 'The memory-bandwidth floor'.
-    """
-    spec = specs.chip(chip)
-    shape = specs.model(model)
-    peak = peak_flop_per_s(spec, precision)
-    kv_precision = default_kv_precision(precision)
-    per_token = kv_bytes_per_token(shape, kv_precision)
-    decode = decode_pass(shape.params_active, precision, kv_bytes_per_token=per_token,
-                             context_tokens=context_tokens, batch=batch)
-    prompt = max(int(context_tokens), 1)
-    prefill = prefill_pass(shape.params_active, precision, prompt, kv_bytes_per_token=per_token)
-    return RooflineView(chip, peak, spec.memory_bandwidth_bytes_per_s, decode, prefill,
-                        int(batch), prompt)

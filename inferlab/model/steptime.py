@@ -115,7 +115,6 @@ ATTAINABLE_FRACTION = 0.65
 ALLREDUCES_PER_LAYER = 2
 
 
-
 @dataclass(frozen=True)
 class Replica:
     """One model on ``tp x pp`` chips, reduced to the coefficients of its step time.
@@ -739,52 +738,3 @@ def interactivity_front(
         raise ValueError(f"chip: {model} at {precision} does not fit on {max(tps)} x {chip}")
     x, y = pareto_front(np.concatenate(xs), np.concatenate(ys))
     return Front(chip, x, y)
-
-
-# --------------------------------------------------------------------------------------
-# The curve explorer's function (the explorer is in inferlab.pages.explorers.batching)
-# --------------------------------------------------------------------------------------
-
-CURVE_CHIPS = ("NVIDIA H100 SXM", "NVIDIA H200 SXM", "NVIDIA B200")
-
-
-@dataclass(frozen=True)
-class CurveView:
-    """What the curve explorer shows: one front per chip and the throughput at each bound.
-
-    Used in chapter 'Batching'.
-    """
-
-    fronts: tuple[Front, ...]
-    at_bound: dict[str, dict[str, float]]
-
-    def drop(self, chip: str) -> float:
-        """Fractional fall in per-chip throughput from the Server to the Interactive bound."""
-        server = self.at_bound[chip]["Server"]
-        return 1 - self.at_bound[chip]["Interactive"] / server if server else float("nan")
-
-
-def curve_explorer_compute(
-    precision: str = "fp8",
-    prompt_tokens: int = LLAMA2_70B_MEAN_PROMPT_TOKENS,
-    output_tokens: int = LLAMA2_70B_MEAN_OUTPUT_TOKENS,
-    efficiency: float = ATTAINABLE_FRACTION,
-    step_overhead_ms: float = 1.0,
-) -> CurveView:
-    """The curve explorer's pure function: fronts of Llama 2 70B on H100, H200 and B200.
-
-    Raises ``ValueError`` naming the argument for lengths below 1, an efficiency
-    outside (0, 1] or a negative overhead.
-
-    Used in chapter 'Batching'.
-    """
-    overhead = checks.non_negative("step_overhead_ms", step_overhead_ms) / 1e3
-    fronts = tuple(
-        interactivity_front(chip, "Llama 2 70B", precision, prompt_tokens, output_tokens,
-                            efficiency=efficiency, step_overhead_s=overhead)
-        for chip in CURVE_CHIPS
-    )
-    at_bound = {front.chip: {name: front.throughput_at(bound)
-                             for name, bound in MLPERF_PER_USER_TOK_S.items()}
-                for front in fronts}
-    return CurveView(fronts, at_bound)

@@ -62,8 +62,7 @@ from __future__ import annotations
 
 import math
 from contextlib import closing
-from dataclasses import dataclass, field, replace
-from functools import cache
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -1008,51 +1007,3 @@ def find_server_rate(system: System, scenario: str = "Server", *,
             return ServerSearch(scenario, low, passing, tuple(trials))
         rate, best = highest_passing(trial, low, high, iterations=iterations)
     return ServerSearch(scenario, rate, passing if best is None else best, tuple(trials))
-
-
-# --------------------------------------------------------------------------------------
-# Explorer: target rate -> p99 TTFT and TPOT against the bounds
-# --------------------------------------------------------------------------------------
-
-#: The explorer's run rules — MLPerf's, with the minimum duration cut to a quarter
-#: (150 s) so that one move of the slider simulates in well under a second.
-EXPLORER_SCALE = 0.25
-
-
-@dataclass(frozen=True)
-class ServerView:
-    """One run of the Server explorer: sorted TTFT and TPOT, the bounds and the verdict.
-
-    Used in chapter 'Benchmark scenarios'.
-    """
-
-    rate_per_s: float
-    scenario: str
-    ttft_sorted_s: np.ndarray
-    tpot_sorted_s: np.ndarray
-    limit: LatencyBounds
-    summary: Summary
-
-
-def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") -> ServerView:
-    """Run the example system at ``rate_per_s`` under ``scenario`` and judge it.
-
-    Uses :func:`example_system`, the default :class:`~inferlab.benchmark.workload.Workload` and
-    MLPerf's rules
-    scaled by :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive
-    rate or a scenario without a bound.
-
-    Used in chapter 'Benchmark scenarios'.
-    """
-    if scenario not in BOUNDED_SCENARIOS:
-        raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(BOUNDED_SCENARIOS)}")
-    rate = checks.positive("rate_per_s", rate_per_s)
-    summary = run_scenario(_cached_system(), scenario, rate_per_s=rate,
-                           rules=mlperf_rules(scale=EXPLORER_SCALE))
-    return ServerView(rate, scenario, np.sort(summary.log.ttft_s), np.sort(summary.log.tpot_s),
-                      bounds("llama2-70b", scenario), replace(summary, log=None))
-
-
-@cache
-def _cached_system() -> System:
-    return example_system()

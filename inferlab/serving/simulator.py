@@ -69,7 +69,7 @@ import numpy as np
 
 from inferlab.benchmark.mlperf import LLAMA2_70B_MEAN_OUTPUT_TOKENS, LLAMA2_70B_MEAN_PROMPT_TOKENS
 from inferlab.benchmark.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
-from inferlab.benchmark.traffic import Lengths, Requests, make_requests
+from inferlab.benchmark.traffic import Lengths, Requests
 from inferlab.common import checks
 from inferlab.common.bisection import bisect, highest_passing
 from inferlab.model.steptime import ATTAINABLE_FRACTION, Replica, replica
@@ -479,7 +479,7 @@ def fit_efficiency(measure, target: float, *, low: float = 0.05, high: float = 1
 
 
 # --------------------------------------------------------------------------------------
-# Explorer: load, batch limit, output-length spread -> the latency tail
+# The book's example server: the batching chapter's explorers and the decision guide
 # --------------------------------------------------------------------------------------
 
 #: The explorers' server — Llama 2 70B at FP8 on one H200, at the assumed share of peak
@@ -493,17 +493,10 @@ EXPLORER_REQUESTS = 2000
 #: The draw of traffic the tail explorer simulates, one fixed draw, so that a moved slider
 #: changes the server or the load and not the luck of the arrivals.
 EXPLORER_SEED = 0
-#: Requests queued at once to find the saturation rate — enough that the last, shrinking
-#: batches (the drain) cost only a few per cent of the run.
-SATURATION_PROBE_REQUESTS = 10_000
 #: The lightest load a simulated load sweep runs. Below a thousandth of saturation every
 #: request runs alone, so the tail is the unloaded one, and at loads near the smallest
 #: float the arrival times overflow.
 MIN_LOAD = 1e-3
-#: The widest spread of output lengths the explorers simulate (a standard deviation of
-#: four means, twice the slider's end): far wider, nearly every output is one token long,
-#: and a one-token output has no time per output token.
-MAX_OUTPUT_CV = 4.0
 #: The least upper end of a rate search (one request in eleven days). Halved
 #: ``inferlab.common.checks.MAX_ITERATIONS`` times it is 6e-67 requests/s, whose arrival
 #: times are still finite floats; an upper end nearer 0 leaves the search rates of 0.
@@ -517,72 +510,3 @@ def explorer_replica() -> Replica:
     return replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8",
                    memory_efficiency=ATTAINABLE_FRACTION, compute_efficiency=ATTAINABLE_FRACTION,
                    step_overhead_s=EXPLORER_OVERHEAD_S)
-
-
-@cache
-def _explorer_requests(output_cv: float, seed: int, n: int = EXPLORER_REQUESTS) -> Requests:
-    output = Lengths(EXPLORER_OUTPUT_MEAN, cv=output_cv, min_tokens=1, max_tokens=1024)
-    return make_requests(n, EXPLORER_PROMPT, output, rate_per_s=1.0, seed=seed)
-
-
-@cache
-def saturation_rate_per_s(max_batch: int, output_cv: float, seed: int = 0) -> float:
-    """Requests per second the explorer's server completes with every request queued at once.
-
-    The Offline rate of :data:`SATURATION_PROBE_REQUESTS` requests: "load 1.0" in the
-    tail explorer. Cached per argument set.
-    """
-    max_batch = checks.whole("max_batch", max_batch)
-    output_cv = checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV)
-    requests = _explorer_requests(output_cv, seed + 1, SATURATION_PROBE_REQUESTS)
-    sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))
-    return offline_throughput(explorer_replica(), requests, sch).requests_per_s
-
-
-@dataclass(frozen=True)
-class TailView:
-    """One run of the tail explorer: sorted TTFTs and TPOTs and their percentiles.
-
-    ``mean_batch`` is the mean number of requests in the system (queued or
-    running), from Little's law: the sum of end-to-end latencies over the run time.
-
-    Used in chapter 'Batching'.
-    """
-
-    load: float
-    rate_per_s: float
-    ttft_sorted_s: np.ndarray
-    tpot_sorted_s: np.ndarray
-    percentiles: dict[str, float]
-    throughput_tok_s: float
-    mean_batch: float
-
-
-def tail_explorer_compute(load: float = 0.7, max_batch: int = 256,
-                          output_cv: float = 1.0) -> TailView:
-    """The tail explorer's pure function: Poisson traffic at ``load`` x the saturation rate.
-
-    ``load`` is the offered rate as a fraction of :func:`saturation_rate_per_s`;
-    ``max_batch`` the most requests in flight; ``output_cv`` the coefficient of
-    variation of output lengths (0: all 294 tokens). Simulates
-    ``EXPLORER_REQUESTS`` requests (the draw ``EXPLORER_SEED``) with chunked
-    prefill on :func:`explorer_replica` and returns p50, p99 and p99.9 of TTFT and TPOT.
-
-    Raises ``ValueError`` naming the argument for a load outside [:data:`MIN_LOAD`, 2], a batch
-    limit below 1 or a negative spread.
-
-    Used in chapter 'Batching'.
-    """
-    load = checks.real("load", load, low=MIN_LOAD, high=2.0)
-    max_batch = checks.whole("max_batch", max_batch)
-    output_cv = round(checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV), 3)
-    rate = load * saturation_rate_per_s(max_batch, output_cv, EXPLORER_SEED)
-    requests = _explorer_requests(output_cv, EXPLORER_SEED).at_rate(rate)
-    sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))
-    run = simulate(explorer_replica(), requests, sch)
-    percentiles = {f"{metric}_p{q:g}": run.percentile(metric, q)
-                   for metric in ("ttft", "tpot") for q in (50, 99, 99.9)}
-    tpot = run.tpot_s
-    mean_batch = float(np.sum(run.e2e_s) / run.makespan_s)  # Little's law
-    return TailView(float(load), rate, np.sort(run.ttft_s), np.sort(tpot[np.isfinite(tpot)]),
-                    percentiles, run.throughput_tok_s, mean_batch)

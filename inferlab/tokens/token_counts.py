@@ -373,19 +373,3 @@ def draw_pieces(ax, text: str, tokenizers: Sequence[str] | None = None) -> list[
     for side in ("top", "right", "bottom", "left"):
         ax.spines[side].set_visible(False)
     return rows
-
-
-#: The pieces explorer's menu entry for every tokenizer at once.
-ALL_TOKENIZERS = "all"
-
-
-def pieces_explorer_compute(text: str, tokenizer: str = ALL_TOKENIZERS) -> list[dict]:
-    """The pieces explorer's pure function: :func:`compare_pieces` of ``text`` under one
-    tokenizer, or under every one for :data:`ALL_TOKENIZERS`.
-
-    Used in chapter 'Tokenizers' (the ``tok_pieces`` explorer).
-    """
-    if tokenizer == ALL_TOKENIZERS:
-        return compare_pieces(text, None)
-    checks.option("tokenizer", tokenizer, (*available_tokenizers(), ALL_TOKENIZERS))
-    return compare_pieces(text, [tokenizer])

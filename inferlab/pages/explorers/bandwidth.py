@@ -1,8 +1,8 @@
 """The explorers of chapter 'The memory-bandwidth floor': the floor, and the roofline.
 
-Both compute with :mod:`inferlab.model.roofline` (``floor_explorer_compute`` and
-``roofline_explorer_compute``, tested there); this module only declares their controls,
-turns their results into tables and draws them. Each opens on the chapter's own worked
+Each has a pure function here (:func:`floor_explorer_compute`,
+:func:`roofline_explorer_compute`) over :mod:`inferlab.model.roofline`, declares its
+controls, turns its results into tables and draws them. Each opens on the chapter's own worked
 example, so the numbers it shows first are the ones the text gives:
 
 - the floor explorer on the KV-cache example of section 'The floor': Llama 2 70B at FP8
@@ -14,14 +14,142 @@ example, so the numbers it shows first are the ones the text gives:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from inferlab.common import checks
 from inferlab.model import roofline, specs
-from inferlab.model.capacity import BYTES_PER_PARAM, KIB, default_kv_precision, kv_bytes_per_token
+from inferlab.model.capacity import (
+    BYTES_PER_PARAM,
+    KIB,
+    default_kv_precision,
+    kv_bytes_per_token,
+    weight_bytes,
+)
+from inferlab.model.roofline import (
+    DecodeFloor,
+    PassCost,
+    attainable_flop_per_s,
+    decode_floor,
+    decode_pass,
+    peak_flop_per_s,
+    prefill_pass,
+    ridge_point_flop_per_byte,
+)
 from inferlab.pages.colors import KIND_COLORS, PALETTE
 from inferlab.pages.explorers.base import Choice, Explorer, Slider, log_range, register
 from inferlab.pages.explorers.marks import badged
+
+#: The chip choice that uses the explorer's own bandwidth slider instead of a row of data.
+CUSTOM_CHIP = "custom bandwidth"
+
+
+_CONTEXT_GRID = np.unique(np.geomspace(1, 131072, 120).astype(int))
+
+
+@dataclass(frozen=True)
+class FloorView:
+    """What the floor explorer shows: the floor, and the ceiling across context lengths."""
+
+    floor: DecodeFloor
+    chip: str
+    capacity_bytes: float
+    context_tokens: int
+    contexts: np.ndarray
+    per_user_tok_s: np.ndarray
+
+    @property
+    def chips_to_hold(self) -> float:
+        """Chips of this kind needed to hold weights plus KV cache (nan for a custom bandwidth)."""
+        if not math.isfinite(self.capacity_bytes):
+            return math.nan
+        return math.ceil(self.floor.bytes_read / self.capacity_bytes)
+
+
+def floor_explorer_compute(
+    params_b: float,
+    precision: str,
+    chip: str,
+    bandwidth_tb_s: float,
+    kv_kib_per_token: float,
+    context_tokens: int,
+    batch: int,
+) -> FloorView:
+    """The floor explorer's pure function.
+
+    ``params_b`` billions of parameters at ``precision``, on ``chip`` (a row of
+    ``data/hardware.csv``) or, if ``chip`` is :data:`CUSTOM_CHIP`, at
+    ``bandwidth_tb_s`` TB/s; a KV cache of ``kv_kib_per_token`` KiB per token;
+    ``batch`` requests of ``context_tokens`` tokens. Returns the floor and the
+    per-user ceiling over a grid of context lengths.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    # No model is near a million billion parameters; the cap keeps the bytes finite.
+    params = checks.positive("params_b", params_b, high=1e6) * 1e9
+    if chip == CUSTOM_CHIP:
+        bandwidth = checks.positive("bandwidth_tb_s", bandwidth_tb_s) * TB
+        capacity = math.nan
+    else:
+        spec = specs.chip(chip)
+        bandwidth = spec.memory_bandwidth_bytes_per_s
+        capacity = spec.memory_capacity_bytes
+    per_token = checks.non_negative("kv_kib_per_token", kv_kib_per_token) * KIB
+    floor = decode_floor(
+        weight_bytes(params, precision),
+        bandwidth,
+        kv_bytes_per_token=per_token,
+        context_tokens=context_tokens,
+        batch=batch,
+    )
+    steps = (floor.weight_bytes + per_token * _CONTEXT_GRID * floor.batch) / bandwidth
+    return FloorView(floor, chip, capacity, int(context_tokens), _CONTEXT_GRID, 1.0 / steps)
+
+
+@dataclass(frozen=True)
+class RooflineView:
+    """What the roofline explorer shows for one chip, model and batch."""
+
+    chip: str
+    peak_flop_per_s: float
+    bandwidth_bytes_per_s: float
+    decode: PassCost
+    prefill: PassCost
+    batch: int
+    prompt_tokens: int
+
+    @property
+    def ridge_flop_per_byte(self) -> float:
+        """The chip's ridge point."""
+        return ridge_point_flop_per_byte(self.peak_flop_per_s, self.bandwidth_bytes_per_s)
+
+    def attainable(self, cost: PassCost) -> float:
+        """Attainable FLOP/s of ``cost`` on this chip."""
+        return attainable_flop_per_s(cost.intensity_flop_per_byte, self.peak_flop_per_s,
+                                     self.bandwidth_bytes_per_s)
+
+
+def roofline_explorer_compute(
+    chip: str, model: str, precision: str, batch: int, context_tokens: int
+) -> RooflineView:
+    """The roofline explorer's pure function: decode at ``batch`` and a prefill of
+    ``context_tokens`` tokens of ``model`` at ``precision``, placed on ``chip``'s roofline.
+
+    Used in chapter 'The memory-bandwidth floor'.
+    """
+    spec = specs.chip(chip)
+    shape = specs.model(model)
+    peak = peak_flop_per_s(spec, precision)
+    kv_precision = default_kv_precision(precision)
+    per_token = kv_bytes_per_token(shape, kv_precision)
+    decode = decode_pass(shape.params_active, precision, kv_bytes_per_token=per_token,
+                             context_tokens=context_tokens, batch=batch)
+    prompt = max(int(context_tokens), 1)
+    prefill = prefill_pass(shape.params_active, precision, prompt, kv_bytes_per_token=per_token)
+    return RooflineView(chip, peak, spec.memory_bandwidth_bytes_per_s, decode, prefill,
+                        int(batch), prompt)
+
 
 CHAPTER = "02_bandwidth_floor"
 GB = 1e9
@@ -50,7 +178,7 @@ _CURVE_EVERY = 3
 _WIDTH, _HEIGHT = 560, 220
 
 
-def _floor_tables(view: roofline.FloorView) -> dict[str, dict]:
+def _floor_tables(view: FloorView) -> dict[str, dict]:
     floor = view.floor
     keep = list(range(0, len(view.contexts), _CURVE_EVERY))
     if keep[-1] != len(view.contexts) - 1:
@@ -141,11 +269,11 @@ _EXAMPLE_READ_B = roofline.params_read(_L2_70B, _EXAMPLE_BATCH) / 1e9
 @register
 def floor_explorer() -> Explorer:
     """Sliders: parameters, precision, chip or bandwidth, KV per token, context, batch."""
-    custom = roofline.CUSTOM_CHIP
+    custom = CUSTOM_CHIP
     bandwidth = specs.chip(_H200).memory_bandwidth_bytes_per_s / TB
     return Explorer(
         name="bw_floor", kind="analytic", chapter=CHAPTER,
-        compute=roofline.floor_explorer_compute, tables=_floor_tables, chart=_floor_chart,
+        compute=floor_explorer_compute, tables=_floor_tables, chart=_floor_chart,
         controls=(
             Slider("params_b", "parameters a step reads (billions)",
                    *log_range(_EXAMPLE_READ_B, 1, 1000, 0.01), 0.01,
@@ -180,7 +308,7 @@ _INTENSITY_ENDS = (0.1, 1e5)
 _ROOF_WIDTH, _ROOF_HEIGHT = 520, 300
 
 
-def _roofline_tables(view: roofline.RooflineView) -> dict[str, dict]:
+def _roofline_tables(view: RooflineView) -> dict[str, dict]:
     peak, ridge = view.peak_flop_per_s, view.ridge_flop_per_byte
     intensity = np.array([_INTENSITY_ENDS[0], ridge, _INTENSITY_ENDS[1]])
     roof = roofline.attainable_flop_per_s(intensity, peak, view.bandwidth_bytes_per_s)
@@ -258,7 +386,7 @@ def roofline_explorer() -> Explorer:
                   if math.isfinite(specs.chip(name).bf16_flop_per_s))
     return Explorer(
         name="bw_roofline", kind="analytic", chapter=CHAPTER,
-        compute=roofline.roofline_explorer_compute, tables=_roofline_tables,
+        compute=roofline_explorer_compute, tables=_roofline_tables,
         chart=_roofline_chart,
         controls=(
             Choice("chip", "chip", chips, default=_H100, grid=SITE_ROOFLINE_CHIPS),

@@ -1,32 +1,178 @@
 """The explorers of chapter 'Batching': throughput against interactivity, and the latency
 tail under load.
 
-- The curve explorer computes with :func:`inferlab.model.steptime.curve_explorer_compute`:
-  the closed-form fronts of Llama 2 70B on an H100, an H200 and a B200, and what each
-  delivers per GPU at MLPerf's Server and Interactive per-user bounds. It opens on the
-  assumptions of section 'The throughput-interactivity curve': FP8, MLPerf's mean prompt
-  (222 tokens) and output (294 tokens), both efficiencies at 0.65 and 1 ms of fixed cost
-  per step, the same constants the chapter's simulator runs use.
-- The tail explorer runs the simulator (:func:`inferlab.serving.simulator.tail_explorer_compute`)
-  on the chapter's one-H200 server. It opens on the point of section 'Load and the
+- The curve explorer computes with :func:`curve_explorer_compute`: the closed-form fronts
+  of Llama 2 70B on an H100, an H200 and a B200, and what each delivers per GPU at
+  MLPerf's Server and Interactive per-user bounds. It opens on the assumptions of section
+  'The throughput-interactivity curve': FP8, MLPerf's mean prompt (222 tokens) and output
+  (294 tokens), both efficiencies at 0.65 and 1 ms of fixed cost per step, the same
+  constants the chapter's simulator runs use.
+- The tail explorer runs the simulator (:func:`tail_explorer_compute`) on the chapter's
+  one-H200 server. It opens on the point of section 'Load and the
   tail' that the text reads most from: load 0.9 of saturation, a batch limit of 256 and
   outputs spread with a coefficient of variation of 1.
 
-The functions are tested where they live; this module only declares the controls, turns
-the results into tables and draws them.
+Each explorer's pure function lives here beside its controls, its tables and its chart;
+the model it runs is :mod:`inferlab.model.steptime` and :mod:`inferlab.serving.simulator`.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cache
+
 import numpy as np
 
-from inferlab.benchmark.mlperf import MLPERF_PER_USER_TOK_S
+from inferlab.benchmark.mlperf import (
+    LLAMA2_70B_MEAN_OUTPUT_TOKENS,
+    LLAMA2_70B_MEAN_PROMPT_TOKENS,
+    MLPERF_PER_USER_TOK_S,
+)
+from inferlab.benchmark.traffic import Lengths, Requests, make_requests
+from inferlab.common import checks
 from inferlab.model import steptime
 from inferlab.model.specs import short_name
+from inferlab.model.steptime import ATTAINABLE_FRACTION, Front, interactivity_front
 from inferlab.pages.colors import KIND_COLORS, PALETTE
 from inferlab.pages.explorers.base import Choice, Explorer, Slider, register
 from inferlab.pages.explorers.marks import badge, badged, distribution
 from inferlab.serving import simulator
+from inferlab.serving.scheduler import Scheduler
+from inferlab.serving.simulator import (
+    EXPLORER_OUTPUT_MEAN,
+    EXPLORER_PROMPT,
+    EXPLORER_REQUESTS,
+    EXPLORER_SEED,
+    MIN_LOAD,
+    explorer_replica,
+    offline_throughput,
+    simulate,
+)
+
+#: Requests queued at once to find the saturation rate — enough that the last, shrinking
+#: batches (the drain) cost only a few per cent of the run.
+SATURATION_PROBE_REQUESTS = 10_000
+
+
+#: The widest spread of output lengths the explorers simulate (a standard deviation of
+#: four means, twice the slider's end): far wider, nearly every output is one token long,
+#: and a one-token output has no time per output token.
+MAX_OUTPUT_CV = 4.0
+
+
+@cache
+def _explorer_requests(output_cv: float, seed: int, n: int = EXPLORER_REQUESTS) -> Requests:
+    output = Lengths(EXPLORER_OUTPUT_MEAN, cv=output_cv, min_tokens=1, max_tokens=1024)
+    return make_requests(n, EXPLORER_PROMPT, output, rate_per_s=1.0, seed=seed)
+
+
+@cache
+def saturation_rate_per_s(max_batch: int, output_cv: float, seed: int = 0) -> float:
+    """Requests per second the explorer's server completes with every request queued at once.
+
+    The Offline rate of :data:`SATURATION_PROBE_REQUESTS` requests: "load 1.0" in the
+    tail explorer. Cached per argument set.
+    """
+    max_batch = checks.whole("max_batch", max_batch)
+    output_cv = checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV)
+    requests = _explorer_requests(output_cv, seed + 1, SATURATION_PROBE_REQUESTS)
+    sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))
+    return offline_throughput(explorer_replica(), requests, sch).requests_per_s
+
+
+@dataclass(frozen=True)
+class TailView:
+    """One run of the tail explorer: sorted TTFTs and TPOTs and their percentiles.
+
+    ``mean_batch`` is the mean number of requests in the system (queued or
+    running), from Little's law: the sum of end-to-end latencies over the run time.
+
+    Used in chapter 'Batching'.
+    """
+
+    load: float
+    rate_per_s: float
+    ttft_sorted_s: np.ndarray
+    tpot_sorted_s: np.ndarray
+    percentiles: dict[str, float]
+    throughput_tok_s: float
+    mean_batch: float
+
+
+def tail_explorer_compute(load: float = 0.7, max_batch: int = 256,
+                          output_cv: float = 1.0) -> TailView:
+    """The tail explorer's pure function: Poisson traffic at ``load`` x the saturation rate.
+
+    ``load`` is the offered rate as a fraction of :func:`saturation_rate_per_s`;
+    ``max_batch`` the most requests in flight; ``output_cv`` the coefficient of
+    variation of output lengths (0: all 294 tokens). Simulates
+    ``EXPLORER_REQUESTS`` requests (the draw ``EXPLORER_SEED``) with chunked
+    prefill on :func:`explorer_replica` and returns p50, p99 and p99.9 of TTFT and TPOT.
+
+    Raises ``ValueError`` naming the argument for a load outside [:data:`MIN_LOAD`, 2], a batch
+    limit below 1 or a negative spread.
+
+    Used in chapter 'Batching'.
+    """
+    load = checks.real("load", load, low=MIN_LOAD, high=2.0)
+    max_batch = checks.whole("max_batch", max_batch)
+    output_cv = round(checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV), 3)
+    rate = load * saturation_rate_per_s(max_batch, output_cv, EXPLORER_SEED)
+    requests = _explorer_requests(output_cv, EXPLORER_SEED).at_rate(rate)
+    sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))
+    run = simulate(explorer_replica(), requests, sch)
+    percentiles = {f"{metric}_p{q:g}": run.percentile(metric, q)
+                   for metric in ("ttft", "tpot") for q in (50, 99, 99.9)}
+    tpot = run.tpot_s
+    mean_batch = float(np.sum(run.e2e_s) / run.makespan_s)  # Little's law
+    return TailView(float(load), rate, np.sort(run.ttft_s), np.sort(tpot[np.isfinite(tpot)]),
+                    percentiles, run.throughput_tok_s, mean_batch)
+
+
+CURVE_CHIPS = ("NVIDIA H100 SXM", "NVIDIA H200 SXM", "NVIDIA B200")
+
+
+@dataclass(frozen=True)
+class CurveView:
+    """What the curve explorer shows: one front per chip and the throughput at each bound.
+
+    Used in chapter 'Batching'.
+    """
+
+    fronts: tuple[Front, ...]
+    at_bound: dict[str, dict[str, float]]
+
+    def drop(self, chip: str) -> float:
+        """Fractional fall in per-chip throughput from the Server to the Interactive bound."""
+        server = self.at_bound[chip]["Server"]
+        return 1 - self.at_bound[chip]["Interactive"] / server if server else float("nan")
+
+
+def curve_explorer_compute(
+    precision: str = "fp8",
+    prompt_tokens: int = LLAMA2_70B_MEAN_PROMPT_TOKENS,
+    output_tokens: int = LLAMA2_70B_MEAN_OUTPUT_TOKENS,
+    efficiency: float = ATTAINABLE_FRACTION,
+    step_overhead_ms: float = 1.0,
+) -> CurveView:
+    """The curve explorer's pure function: fronts of Llama 2 70B on H100, H200 and B200.
+
+    Raises ``ValueError`` naming the argument for lengths below 1, an efficiency
+    outside (0, 1] or a negative overhead.
+
+    Used in chapter 'Batching'.
+    """
+    overhead = checks.non_negative("step_overhead_ms", step_overhead_ms) / 1e3
+    fronts = tuple(
+        interactivity_front(chip, "Llama 2 70B", precision, prompt_tokens, output_tokens,
+                            efficiency=efficiency, step_overhead_s=overhead)
+        for chip in CURVE_CHIPS
+    )
+    at_bound = {front.chip: {name: front.throughput_at(bound)
+                             for name, bound in MLPERF_PER_USER_TOK_S.items()}
+                for front in fronts}
+    return CurveView(fronts, at_bound)
+
 
 CHAPTER = "03_batching"
 MS = 1e3
@@ -47,7 +193,7 @@ def _thinned(values: np.ndarray) -> np.ndarray:
     return values[keep]
 
 
-def _curve_tables(view: steptime.CurveView) -> dict[str, dict]:
+def _curve_tables(view: CurveView) -> dict[str, dict]:
     chips, users, rates = [], [], []
     for front in view.fronts:
         users.append(_thinned(front.per_user_tok_s))
@@ -78,7 +224,7 @@ def _curve_tables(view: steptime.CurveView) -> dict[str, dict]:
 def _curve_chart(part):
     import altair as alt
 
-    names = [short_name(chip) for chip in steptime.CURVE_CHIPS]
+    names = [short_name(chip) for chip in CURVE_CHIPS]
     colours = alt.Scale(domain=names, range=list(PALETTE[:len(names)]))
     x = alt.X("per_user_tok_s:Q", title="interactivity: tokens per second per user",
               scale=alt.Scale(type="log", domain=list(_USER_ENDS)),
@@ -119,7 +265,7 @@ def curve_explorer() -> Explorer:
     overhead_ms = simulator.EXPLORER_OVERHEAD_S * 1e3
     return Explorer(
         name="batch_curve", kind="analytic", chapter=CHAPTER,
-        compute=steptime.curve_explorer_compute, tables=_curve_tables, chart=_curve_chart,
+        compute=curve_explorer_compute, tables=_curve_tables, chart=_curve_chart,
         controls=(
             Choice("precision", "precision of the weights", ("fp8", "fp16", "int4"),
                    default="fp8"),
@@ -143,7 +289,7 @@ _PERCENTILES = ("p50", "p99", "p99.9")
 _TAIL_WIDTH, _TAIL_HEIGHT = 270, 220
 
 
-def _tail_tables(view: simulator.TailView) -> dict[str, dict]:
+def _tail_tables(view: TailView) -> dict[str, dict]:
     p = view.percentiles
     return {
         "ttft": distribution(view.ttft_sorted_s),
@@ -217,7 +363,7 @@ def tail_explorer() -> Explorer:
     2,000 requests)."""
     return Explorer(
         name="batch_tail", kind="simulation", chapter=CHAPTER,
-        compute=simulator.tail_explorer_compute, tables=_tail_tables, chart=_tail_chart,
+        compute=tail_explorer_compute, tables=_tail_tables, chart=_tail_chart,
         controls=(
             # The grid holds the loads the text reads: 0.5, 0.9 and, past saturation, 1.1.
             Slider("load", "offered load (fraction of saturation)", 0.1, 1.2, 0.05,

@@ -1,9 +1,9 @@
 """The explorers of chapter 'Prefill and decode': one request's timeline, and the
 reconciliation of Groq's 270 with LLMPerf's 185.
 
-Both compute with :mod:`inferlab.lab.timing` (``timeline_explorer_compute`` and
-``reconcile_explorer_compute``, tested there); this module only declares their controls,
-turns their results into tables and draws them. Each opens on the chapter's puzzle:
+Each has a pure function here (:func:`timeline_explorer_compute`,
+:func:`reconcile_explorer_compute`) over :mod:`inferlab.lab.timing`, declares its
+controls, turns its results into tables and draws them. Each opens on the chapter's puzzle:
 LLMPerf's run of 550 prompt tokens and 150 output tokens, with Groq's claimed 270 tokens
 per second as the decode rate, and for the reconciliation the TTFT rounded as LLMPerf's
 README rounds it, 0.22 s.
@@ -13,14 +13,61 @@ from __future__ import annotations
 
 import math
 import re
+from functools import cache
 
 import numpy as np
 
+from inferlab.common import checks
 from inferlab.common.data import result
 from inferlab.lab import timing
+from inferlab.lab.timing import Reconciliation, RequestTimeline, reconcile, request_timeline
 from inferlab.pages.colors import KIND_COLORS, PALETTE
 from inferlab.pages.explorers.base import Explorer, Slider, register
 from inferlab.pages.explorers.marks import badged, over_line, text_line
+
+#: Assumed queue wait and prefill rate of the timeline explorer (illustrative, not Groq's).
+TIMELINE_QUEUE_S = 0.05
+
+
+TIMELINE_PREFILL_TOK_PER_S = 3000.0
+
+
+def timeline_explorer_compute(prompt_tokens: int = 550, output_tokens: int = 150,
+                              decode_tok_per_s: float = 270.0) -> RequestTimeline:
+    """The timeline explorer's pure function: :func:`request_timeline` at the chapter's
+    illustrative queue wait and prefill rate (``TIMELINE_QUEUE_S``,
+    ``TIMELINE_PREFILL_TOK_PER_S``). Used in chapter 'Prefill and decode'.
+    """
+    return request_timeline(prompt_tokens, output_tokens, decode_tok_per_s,
+                            prefill_tok_per_s=TIMELINE_PREFILL_TOK_PER_S,
+                            queue_s=TIMELINE_QUEUE_S)
+
+
+#: The record whose rate the reconciliation explorer finds a TTFT for, LLMPerf's median.
+RECONCILE_TARGET = "llmperf-groq-l2-70b-throughput"
+
+
+@cache
+def _reconcile_target_tok_per_s() -> float:
+    from inferlab.common.data import result  # pandas, only when an explorer asks
+
+    return float(result(RECONCILE_TARGET)["value"])
+
+
+def reconcile_explorer_compute(output_tokens: int = 150, ttft_s: float = 0.22,
+                               decode_tok_per_s: float = 270.0) -> Reconciliation:
+    """The reconciliation explorer's pure function: :func:`reconcile` with LLMPerf's
+    published median (record ``RECONCILE_TARGET``) as the target.
+    Used in chapter 'Prefill and decode'.
+    """
+    target = _reconcile_target_tok_per_s()
+    # No wait brings a decode rate at or below the target up to it: say so, rather than
+    # show a wait of "nan" for the target.
+    if checks.positive("decode_tok_per_s", decode_tok_per_s) <= target:
+        raise ValueError(f"decode_tok_per_s: {decode_tok_per_s:g} tok/s cannot average "
+                         f"{target:g} tok/s whatever the wait; give more than {target:g}")
+    return reconcile(output_tokens, ttft_s, decode_tok_per_s, target_tok_per_s=target)
+
 
 CHAPTER = "01_prefill_decode"
 MS = 1e3
@@ -107,7 +154,7 @@ def timeline_explorer() -> Explorer:
     """Sliders: prompt tokens, output tokens, decode rate (1 / TPOT)."""
     return Explorer(
         name="pd_timeline", kind="analytic", chapter=CHAPTER,
-        compute=timing.timeline_explorer_compute, tables=_timeline_tables,
+        compute=timeline_explorer_compute, tables=_timeline_tables,
         chart=_timeline_chart,
         controls=(
             Slider("prompt_tokens", "prompt length (tokens)", 50, 8000, 50,
@@ -185,7 +232,7 @@ def reconcile_explorer() -> Explorer:
     figures drawn as reported points."""
     return Explorer(
         name="pd_reconcile", kind="analytic", chapter=CHAPTER,
-        compute=timing.reconcile_explorer_compute, tables=_reconcile_tables,
+        compute=reconcile_explorer_compute, tables=_reconcile_tables,
         chart=_reconcile_chart,
         controls=(
             Slider("output_tokens", "output length (tokens)", 10, 2000, 10,

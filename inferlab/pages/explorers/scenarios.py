@@ -1,18 +1,69 @@
 """The explorers of chapter 'Benchmark scenarios': one LoadGen trial against its bounds.
 
 The Server explorer runs MLPerf's Server or Interactive scenario on the chapter's example
-system (:func:`inferlab.serving.loadgen.server_explorer_compute`, tested there); this module only
-declares its controls, turns the judged run into tables and draws them. It opens where
+system (:func:`server_explorer_compute`, over :mod:`inferlab.serving.loadgen`); this
+module declares its controls, turns the judged run into tables and draws them. It opens where
 the text reads the Server sweep: 120 queries per second under the Server bounds.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from functools import cache
+
+import numpy as np
+
 from inferlab.benchmark import mlperf
+from inferlab.benchmark.mlperf import BOUNDED_SCENARIOS, LatencyBounds, bounds
+from inferlab.common import checks
 from inferlab.pages.colors import KIND_COLORS
 from inferlab.pages.explorers.base import Choice, Explorer, Slider, register
 from inferlab.pages.explorers.marks import badge, distribution
-from inferlab.serving import loadgen
+from inferlab.serving.loadgen import Summary, System, example_system, mlperf_rules, run_scenario
+
+#: The explorer's run rules — MLPerf's, with the minimum duration cut to a quarter
+#: (150 s) so that one move of the slider simulates in well under a second.
+EXPLORER_SCALE = 0.25
+
+
+@dataclass(frozen=True)
+class ServerView:
+    """One run of the Server explorer: sorted TTFT and TPOT, the bounds and the verdict.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+
+    rate_per_s: float
+    scenario: str
+    ttft_sorted_s: np.ndarray
+    tpot_sorted_s: np.ndarray
+    limit: LatencyBounds
+    summary: Summary
+
+
+def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") -> ServerView:
+    """Run the example system at ``rate_per_s`` under ``scenario`` and judge it.
+
+    Uses :func:`example_system`, the default :class:`~inferlab.benchmark.workload.Workload` and
+    MLPerf's rules
+    scaled by :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive
+    rate or a scenario without a bound.
+
+    Used in chapter 'Benchmark scenarios'.
+    """
+    if scenario not in BOUNDED_SCENARIOS:
+        raise ValueError(f"scenario: {scenario!r} is not one of {', '.join(BOUNDED_SCENARIOS)}")
+    rate = checks.positive("rate_per_s", rate_per_s)
+    summary = run_scenario(_cached_system(), scenario, rate_per_s=rate,
+                           rules=mlperf_rules(scale=EXPLORER_SCALE))
+    return ServerView(rate, scenario, np.sort(summary.log.ttft_s), np.sort(summary.log.tpot_s),
+                      bounds("llama2-70b", scenario), replace(summary, log=None))
+
+
+@cache
+def _cached_system() -> System:
+    return example_system()
+
 
 CHAPTER = "05_scenarios"
 MS = 1e3
@@ -28,7 +79,7 @@ _LINES = ("bound", "p99 (LoadGen)")
 _TEXT_LINES = 6
 
 
-def _server_tables(view: loadgen.ServerView) -> dict[str, dict]:
+def _server_tables(view: ServerView) -> dict[str, dict]:
     s = view.summary
     return {
         "ttft": distribution(view.ttft_sorted_s),
@@ -99,7 +150,7 @@ def server_explorer() -> Explorer:
     full, if shortened, LoadGen run)."""
     return Explorer(
         name="scen_server", kind="simulation", chapter=CHAPTER,
-        compute=loadgen.server_explorer_compute, tables=_server_tables, chart=_server_chart,
+        compute=server_explorer_compute, tables=_server_tables, chart=_server_chart,
         controls=(
             Slider("rate_per_s", "target rate (queries per second)", 5.0, 150.0, 2.5,
                    default=120.0, grid=(20.0, 40.0, 60.0, 80.0, 100.0, 120.0, 140.0),

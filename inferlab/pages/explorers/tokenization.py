@@ -1,18 +1,37 @@
 """The explorer of chapter 'Tokenizers': a text cut into pieces by each tokenizer.
 
-It computes with :func:`inferlab.tokens.token_counts.pieces_explorer_compute` (tested there);
-this module only declares its controls, turns the pieces into tables and draws them. It
-opens on the sentence of the chapter's figure of pieces, so its first picture is that
-figure's. The site cannot take typed text: it offers that sentence and the opening
-words of some of the book's sample texts, in other languages and formats.
+It computes with :func:`pieces_explorer_compute` (over
+:func:`inferlab.tokens.token_counts.compare_pieces`); this module declares its controls,
+turns the pieces into tables and draws them. It opens on the sentence of the chapter's
+figure of pieces, so its first picture is that figure's. The site cannot take typed text:
+it offers that sentence and the opening words of some of the book's sample texts, in other
+languages and formats.
 """
 
 from __future__ import annotations
 
+from inferlab.common import checks
 from inferlab.pages.explorers.base import Choice, Explorer, Text, register
 from inferlab.pages.explorers.marks import badge
 from inferlab.tokens import token_counts as tc
+from inferlab.tokens.token_counts import compare_pieces
 from inferlab.tokens.tokenizers import available_tokenizers
+
+#: The pieces explorer's menu entry for every tokenizer at once.
+ALL_TOKENIZERS = "all"
+
+
+def pieces_explorer_compute(text: str, tokenizer: str = ALL_TOKENIZERS) -> list[dict]:
+    """The pieces explorer's pure function: :func:`compare_pieces` of ``text`` under one
+    tokenizer, or under every one for :data:`ALL_TOKENIZERS`.
+
+    Used in chapter 'Tokenizers' (the ``tok_pieces`` explorer).
+    """
+    if tokenizer == ALL_TOKENIZERS:
+        return compare_pieces(text, None)
+    checks.option("tokenizer", tokenizer, (*available_tokenizers(), ALL_TOKENIZERS))
+    return compare_pieces(text, [tokenizer])
+
 
 CHAPTER = "04_tokenizers"
 
@@ -98,10 +117,10 @@ def pieces_explorer() -> Explorer:
     names = available_tokenizers()
     return Explorer(
         name="tok_pieces", kind="analytic", chapter=CHAPTER,
-        compute=tc.pieces_explorer_compute, tables=_pieces_tables, chart=_pieces_chart,
+        compute=pieces_explorer_compute, tables=_pieces_tables, chart=_pieces_chart,
         controls=(
             Text("text", "text to tokenize", default=SENTENCE, grid=_site_texts()),
-            Choice("tokenizer", "tokenizer", (tc.ALL_TOKENIZERS, *names),
-                   default=tc.ALL_TOKENIZERS),
+            Choice("tokenizer", "tokenizer", (ALL_TOKENIZERS, *names),
+                   default=ALL_TOKENIZERS),
         ),
     )
