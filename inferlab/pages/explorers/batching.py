@@ -103,14 +103,15 @@ def tail_explorer_compute(load: float = 0.7, max_batch: int = 256,
                           output_cv: float = 1.0) -> TailView:
     """The tail explorer's pure function: Poisson traffic at ``load`` x the saturation rate.
 
-    ``load`` is the offered rate as a fraction of :func:`saturation_rate_per_s`;
-    ``max_batch`` the most requests in flight; ``output_cv`` the coefficient of
-    variation of output lengths (0: all 294 tokens). Simulates
-    ``EXPLORER_REQUESTS`` requests (the draw ``EXPLORER_SEED``) with chunked
-    prefill on :func:`explorer_replica` and returns p50, p99 and p99.9 of TTFT and TPOT.
+    ``load`` is the offered rate as a fraction of :func:`saturation_rate_per_s`; ``max_batch``
+    the most requests in flight; ``output_cv`` the coefficient of variation of output lengths
+    (0: all 294 tokens). Simulates ``EXPLORER_REQUESTS`` requests (the draw ``EXPLORER_SEED``)
+    with chunked prefill on :func:`~inferlab.serving.simulator.explorer_replica` and returns
+    p50, p99 and p99.9 of TTFT and TPOT.
 
-    Raises ``ValueError`` naming the argument for a load outside [:data:`MIN_LOAD`, 2], a batch
-    limit below 1 or a negative spread.
+    Raises ``ValueError`` naming the argument for a load outside
+    [:data:`~inferlab.serving.simulator.MIN_LOAD`, 2], a batch limit below 1 or a negative
+    spread.
 
     Used in chapter 'Batching'.
     """

@@ -34,8 +34,8 @@ TIMELINE_PREFILL_TOK_PER_S = 3000.0
 
 def timeline_explorer_compute(prompt_tokens: int = 550, output_tokens: int = 150,
                               decode_tok_per_s: float = 270.0) -> RequestTimeline:
-    """The timeline explorer's pure function: :func:`request_timeline` at the chapter's
-    illustrative queue wait and prefill rate (``TIMELINE_QUEUE_S``,
+    """The timeline explorer's pure function: :func:`~inferlab.lab.timing.request_timeline` at
+    the chapter's illustrative queue wait and prefill rate (``TIMELINE_QUEUE_S``,
     ``TIMELINE_PREFILL_TOK_PER_S``). Used in chapter 'Prefill and decode'.
     """
     return request_timeline(prompt_tokens, output_tokens, decode_tok_per_s,
@@ -56,9 +56,9 @@ def _reconcile_target_tok_per_s() -> float:
 
 def reconcile_explorer_compute(output_tokens: int = 150, ttft_s: float = 0.22,
                                decode_tok_per_s: float = 270.0) -> Reconciliation:
-    """The reconciliation explorer's pure function: :func:`reconcile` with LLMPerf's
-    published median (record ``RECONCILE_TARGET``) as the target.
-    Used in chapter 'Prefill and decode'.
+    """The reconciliation explorer's pure function: :func:`~inferlab.lab.timing.reconcile` with
+    LLMPerf's published median (record ``RECONCILE_TARGET``) as the target. Used in chapter
+    'Prefill and decode'.
     """
     target = _reconcile_target_tok_per_s()
     # No wait brings a decode rate at or below the target up to it: say so, rather than

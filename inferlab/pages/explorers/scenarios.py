@@ -44,10 +44,10 @@ class ServerView:
 def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") -> ServerView:
     """Run the example system at ``rate_per_s`` under ``scenario`` and judge it.
 
-    Uses :func:`example_system`, the default :class:`~inferlab.benchmark.workload.Workload` and
-    MLPerf's rules
-    scaled by :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive
-    rate or a scenario without a bound.
+    Uses :func:`~inferlab.serving.loadgen.example_system`, the default
+    :class:`~inferlab.benchmark.workload.Workload` and MLPerf's rules scaled by
+    :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive rate or a scenario without
+    a bound.
 
     Used in chapter 'Benchmark scenarios'.
     """

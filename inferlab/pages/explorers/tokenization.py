@@ -22,8 +22,8 @@ ALL_TOKENIZERS = "all"
 
 
 def pieces_explorer_compute(text: str, tokenizer: str = ALL_TOKENIZERS) -> list[dict]:
-    """The pieces explorer's pure function: :func:`compare_pieces` of ``text`` under one
-    tokenizer, or under every one for :data:`ALL_TOKENIZERS`.
+    """The pieces explorer's pure function: :func:`~inferlab.tokens.token_counts.compare_pieces`
+    of ``text`` under one tokenizer, or under every one for :data:`ALL_TOKENIZERS`.
 
     Used in chapter 'Tokenizers' (the ``tok_pieces`` explorer).
     """
