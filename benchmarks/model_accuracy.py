@@ -40,11 +40,11 @@ import statistics
 import time
 
 from inferlab.accuracy import HELD_OUT, median_abs_error, row_groups, score
+from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common.data import load_table
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, predict
 from inferlab.serving.calibration import bound_share, scenario_pairs, stack, stacks
-from inferlab.serving.loadgen import mlperf_rules
 
 #: The target for every Server-to-Interactive drop, as a fraction (8 percentage points).
 DROP_TARGET = 0.08

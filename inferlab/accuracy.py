@@ -22,12 +22,12 @@ import statistics
 from dataclasses import dataclass
 
 from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS
+from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common import checks
 from inferlab.common.data import load_table
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import Prediction, predict
 from inferlab.serving.calibration import row_key, stack, stacks
-from inferlab.serving.loadgen import mlperf_rules
 
 #: The benchmarks no number of the model was fitted on, in the order they are scored.
 HELD_OUT = ("llama3.1-8b", "llama3.1-405b", "mixtral-8x7b", "deepseek-r1")
@@ -81,7 +81,7 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
           on_group=None) -> tuple[list[Scored], list[tuple[str, str]]]:
     """Predict every group of ``benchmark`` in ``scenarios`` and pair it with its median.
 
-    ``scale`` shortens MLPerf's runs (:func:`inferlab.serving.loadgen.mlperf_rules`);
+    ``scale`` shortens MLPerf's runs (:func:`inferlab.benchmark.verdict.mlperf_rules`);
     ``stack_names`` keeps only those stacks' groups. ``on_group``, if given, sees each
     :class:`Scored` as it is computed (a benchmark prints it). Returns the scored groups
     and the skipped rows with their reasons, a refused prediction among them.

@@ -88,6 +88,7 @@ from pathlib import Path
 import numpy as np
 
 from inferlab import callable_module
+from inferlab.benchmark.verdict import RunRules
 from inferlab.benchmark.workload import Workload, check_fits_context
 from inferlab.choosing import ChipPrice
 from inferlab.common import checks
@@ -104,7 +105,7 @@ from inferlab.predict import (
     replica_for,
 )
 from inferlab.serving.calibration import Stack, stack_or_assumed
-from inferlab.serving.loadgen import MAX_RATE_PER_S, RunRules
+from inferlab.serving.loadgen import MAX_RATE_PER_S
 from inferlab.serving.scheduler import PrefillPool
 
 #: Requests each simulated run draws, enough that the queue a rate builds shows in the p99

@@ -70,6 +70,7 @@ from inferlab.benchmark.mlperf import (
     benchmark_of,
 )
 from inferlab.benchmark.traffic import Requests
+from inferlab.benchmark.verdict import QueryLog, RunRules, mlperf_rules
 from inferlab.benchmark.workload import Workload, check_fits_context, datasets
 from inferlab.common import checks
 from inferlab.model import specs
@@ -79,13 +80,11 @@ from inferlab.serving.calibration import Stack, stack, stack_for, stacks
 from inferlab.serving.loadgen import (
     MAX_RATE_PER_S,
     MIN_SEARCH_RATE_PER_S,
-    QueryLog,
-    RunRules,
     System,
     completed_share,
     dealt_in_turn,
     find_server_rate,
-    mlperf_rules,
+    log_of_runs,
     run_scenario,
     server_trial,
 )
@@ -531,7 +530,7 @@ def _steady_offline(system: System, workload: Workload, hw, spec, precision, sce
     n = int(min(high, max(low, STEADY_WAVES * concurrency)))
     prompts, outputs = workload.lengths(n)
     result = simulate(rep, Requests(np.zeros(n), prompts, outputs, "all_at_once"), scheduler)
-    log = QueryLog.from_results([result])
+    log = log_of_runs([result])
     lane_tok_s = log.tokens / float(np.max(log.finish_s))
     tokens_per_s = lane_tok_s * system.replicas
     decoding = log.output_tokens > 1

@@ -168,9 +168,9 @@ def _trace_requests():
 
 
 def _query_log():
-    from inferlab.serving import loadgen
+    from inferlab.benchmark import verdict
     issued = np.arange(4, dtype=float)
-    return loadgen.QueryLog(issued, issued + 0.1, issued + 0.5, np.full(4, 8))
+    return verdict.QueryLog(issued, issued + 0.1, issued + 0.5, np.full(4, 8))
 
 
 def _engine_config():
@@ -284,7 +284,7 @@ GOOD = {
         lambda tokens: 1e-4 * tokens, 1e5, 1e10),
 "key": "fuzz", "compute": dict, "render": str, "controls": dict,
     "figure": _figure,
-    "rules": lambda: importlib.import_module("inferlab.serving.loadgen").mlperf_rules(),
+    "rules": lambda: importlib.import_module("inferlab.benchmark.verdict").mlperf_rules(),
     "workload": lambda: importlib.import_module("inferlab.benchmark.workload").Workload(),
     "system": lambda: importlib.import_module("inferlab.serving.loadgen").example_system(),
     "scheduler": lambda: importlib.import_module("inferlab.serving.scheduler").Scheduler(),
@@ -294,7 +294,7 @@ GOOD = {
         "groq-claim-l2-70b"),
     "path": lambda: None, "outdir": lambda: None, "test_settings": lambda: None,
     "engine.KVCache.batch": 1, "traffic.Requests.prompt_tokens": np.full(2, 8),
-    "traffic.Requests.output_tokens": np.full(2, 4), "loadgen.QueryLog.output_tokens":
+    "traffic.Requests.output_tokens": np.full(2, 4), "verdict.QueryLog.output_tokens":
         np.full(2, 4), "early_stopping.binomial_cdf.n": 10, "bisection.least_integer.low": 0,
     "bisection.least_integer.high": 8, "bisection.bisect.target": 1.5,
     "sentencepiece_bpe.SentencePieceBPE.tokens": ["a", "b", "ab"],
@@ -333,6 +333,8 @@ GOOD = {
     "prefill_s": lambda: (lambda tokens: 1e-4 * tokens), "use_server_token_count": False,
     "result": lambda: importlib.import_module("inferlab.serving.simulator").simulate(
         _replica(), _requests()),
+    "loadgen.log_of_runs.results": lambda: [importlib.import_module(
+        "inferlab.serving.simulator").simulate(_replica(), _requests())],
     "count": 10,
     "output": lambda: importlib.import_module("inferlab.benchmark.traffic").Lengths(16),
     "bisection.highest_passing.trial": lambda: (lambda x: (x < 3.0, x)),
@@ -352,7 +354,7 @@ GOOD = {
     "scheduler.PrefillPool.ready_s.prompt_tokens": np.full(2, 8),
     "scheduler.RoundPrefill.steps": 4, "scheduler.RoundPrefill.min_queries": 2,
     "endpoint_metrics.aiperf_summary.count_tokens": len,
-    "loadgen.rules": lambda: importlib.import_module("inferlab.serving.loadgen").mlperf_rules(
+    "loadgen.rules": lambda: importlib.import_module("inferlab.benchmark.verdict").mlperf_rules(
         scale=0.01),
     "endpoint_metrics.read_guidellm.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
     "endpoint_metrics.read_guidellm_summary.path":

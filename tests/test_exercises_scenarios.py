@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 from conftest import glued
 
+from inferlab.benchmark.verdict import QueryLog, RunRules, judge
 from inferlab.common.data import load_table, result
 from inferlab.model import specs
 from inferlab.model.capacity import weight_bytes
 from inferlab.model.roofline import params_read
-from inferlab.serving.loadgen import QueryLog, RunRules, judge
 
 # MLPerf Inference's TPOT bounds (s) by benchmark, Server and Interactive.
 TPOT_BOUNDS_S = {"llama2-70b": (0.200, 0.040), "llama3.1-8b": (0.100, 0.030),

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from inferlab.benchmark import early_stopping as es
-from inferlab.benchmark import mlperf
+from inferlab.benchmark import mlperf, verdict
 from inferlab.pages.explorers import scenarios
 from inferlab.serving import loadgen as lg
 from inferlab.serving.simulator import MLPERF_LLAMA2_70B_BOUNDS
@@ -26,7 +26,7 @@ def server_log(n, *, duration_s=700.0, ttft_s=0.5, tpot_s=0.05, tokens=100,
     tpot[n - slow_tpot:] = 0.25 if slow_tpot else tpot_s
     first = issued + ttft
     finish = first + tpot * (tokens - 1)
-    return lg.QueryLog(issued, first, finish, np.full(n, tokens))
+    return verdict.QueryLog(issued, first, finish, np.full(n, tokens))
 
 
 # ---- the bounds table -------------------------------------------------------------------
@@ -131,7 +131,7 @@ def test_negative_overlatency_raises():
 # ---- the verdicts on constructed runs ----------------------------------------------------
 
 def test_a_clean_long_run_is_valid():
-    summary = lg.judge(server_log(1000), "Server")
+    summary = verdict.judge(server_log(1000), "Server")
     assert summary.valid, summary.reasons
     assert summary.perf_constraints_met and summary.early_stopping_met
 
@@ -140,7 +140,7 @@ def test_meeting_the_p99_but_failing_early_stopping_is_invalid():
     # 600 queries, 3 over the TTFT bound: LoadGen's p99 (index 594 of 600) is within
     # the bound, and 600 queries would pass with none slow, but 3 slow ones need more.
     log = server_log(600, slow_ttft=3)
-    summary = lg.judge(log, "Server")
+    summary = verdict.judge(log, "Server")
     assert summary.ttft_p99_s <= 2.0
     assert summary.perf_constraints_met
     assert not summary.early_stopping_met
@@ -153,7 +153,7 @@ def test_meeting_the_p99_but_failing_early_stopping_is_invalid():
 
 def test_early_stopping_applies_to_tpot_separately():
     # TTFT would pass; TPOT fails, and LoadGen then does not evaluate TTFT at all.
-    summary = lg.judge(server_log(600, slow_tpot=2), "Server")
+    summary = verdict.judge(server_log(600, slow_tpot=2), "Server")
     assert [verdict.metric for verdict in summary.early] == ["tpot"]
     assert not summary.early_stopping("tpot").passed
     assert summary.early_stopping("ttft") is None
@@ -162,27 +162,27 @@ def test_early_stopping_applies_to_tpot_separately():
 
 
 def test_early_stopping_runs_tpot_first_then_ttft():
-    summary = lg.judge(server_log(600, slow_ttft=3), "Server")
+    summary = verdict.judge(server_log(600, slow_ttft=3), "Server")
     assert [verdict.metric for verdict in summary.early] == ["tpot", "ttft"]
     assert summary.early_stopping("tpot").passed and not summary.early_stopping("ttft").passed
 
 
 def test_one_short_of_the_minimum_duration_is_invalid():
-    long_enough = lg.judge(server_log(2000, duration_s=600.0), "Server")
-    short = lg.judge(server_log(2000, duration_s=599.0), "Server")
+    long_enough = verdict.judge(server_log(2000, duration_s=600.0), "Server")
+    short = verdict.judge(server_log(2000, duration_s=599.0), "Server")
     assert long_enough.valid
     assert not short.valid and not short.min_duration_met
     assert "short of the minimum" in short.reasons[0]
 
 
 def test_too_few_queries_is_invalid_even_when_long():
-    rules = lg.RunRules(min_duration_s=10.0, min_queries=100)
-    summary = lg.judge(server_log(99, duration_s=20.0), "Server", rules=rules)
+    rules = verdict.RunRules(min_duration_s=10.0, min_queries=100)
+    summary = verdict.judge(server_log(99, duration_s=20.0), "Server", rules=rules)
     assert not summary.min_queries_met and not summary.valid
 
 
 def test_p99_over_the_bound_is_invalid():
-    summary = lg.judge(server_log(2000, slow_ttft=40), "Server")
+    summary = verdict.judge(server_log(2000, slow_ttft=40), "Server")
     assert not summary.perf_constraints_met
     assert summary.ttft_p99_s > 2.0
     assert not summary.valid
@@ -190,39 +190,39 @@ def test_p99_over_the_bound_is_invalid():
 
 def test_interactive_judges_the_same_run_more_strictly():
     log = server_log(1000, ttft_s=0.3, tpot_s=0.05)
-    assert lg.judge(log, "Server").valid
-    interactive = lg.judge(log, "Interactive")
+    assert verdict.judge(log, "Server").valid
+    interactive = verdict.judge(log, "Interactive")
     assert not interactive.valid
     assert any("TPOT" in reason for reason in interactive.reasons)
 
 
 def test_offline_needs_its_sample_count_and_duration():
     n = 100
-    log = lg.QueryLog(np.zeros(n), np.full(n, 1.0), np.linspace(2, 700, n), np.full(n, 10))
-    summary = lg.judge(log, "Offline")
+    log = verdict.QueryLog(np.zeros(n), np.full(n, 1.0), np.linspace(2, 700, n), np.full(n, 10))
+    summary = verdict.judge(log, "Offline")
     assert not summary.valid and not summary.min_queries_met
     assert summary.result == pytest.approx(n * 10 / 700)
-    rules = lg.RunRules(offline_min_samples=100)
-    assert lg.judge(log, "Offline", rules=rules).valid
+    rules = verdict.RunRules(offline_min_samples=100)
+    assert verdict.judge(log, "Offline", rules=rules).valid
 
 
 def test_tpot_is_mlperfs_definition():
-    log = lg.QueryLog([0.0, 0.0], [1.0, 1.0], [3.0, 2.0], [5, 3])
+    log = verdict.QueryLog([0.0, 0.0], [1.0, 1.0], [3.0, 2.0], [5, 3])
     assert log.tpot_s == pytest.approx([(3.0 - 1.0) / 4, (2.0 - 1.0) / 2])
 
 
 @pytest.mark.parametrize("scenario", mlperf.SCENARIOS)
 def test_a_one_token_answer_is_an_error_not_a_tpot_of_zero(scenario):
     # LoadGen logs "Number of tokens need to be greater than 1" as a runtime error.
-    log = lg.QueryLog([0.0, 0.0], [1.0, 1.0], [3.0, 1.0], [5, 1])
+    log = verdict.QueryLog([0.0, 0.0], [1.0, 1.0], [3.0, 1.0], [5, 1])
     with pytest.raises(ValueError, match="output_tokens: query 1 produced 1 token"):
         _ = log.tpot_s
     with pytest.raises(ValueError, match="output_tokens"):
-        lg.judge(log, scenario)
+        verdict.judge(log, scenario)
 
 
 def test_summary_text_has_loadgens_shape():
-    text = lg.judge(server_log(400, slow_ttft=3), "Server").text()
+    text = verdict.judge(server_log(400, slow_ttft=3), "Server").text()
     assert "Result is : INVALID" in text
     assert "Early stopping satisfied: NO" in text
     assert "Would need to run at least" in text
@@ -230,19 +230,19 @@ def test_summary_text_has_loadgens_shape():
 
 def test_bad_logs_and_scenarios_raise():
     with pytest.raises(ValueError, match="scenario"):
-        lg.judge(server_log(10), "Batch")
+        verdict.judge(server_log(10), "Batch")
     with pytest.raises(ValueError, match="model"):
-        lg.judge(server_log(10), "Server", "gpt-9")
+        verdict.judge(server_log(10), "Server", "gpt-9")
     with pytest.raises(ValueError, match="finish_s"):
-        lg.QueryLog([0.0], [2.0], [1.0], [3])
+        verdict.QueryLog([0.0], [2.0], [1.0], [3])
     with pytest.raises(ValueError, match="issued_s"):
-        lg.QueryLog([-1.0], [2.0], [3.0], [3])
+        verdict.QueryLog([-1.0], [2.0], [3.0], [3])
 
 
 # ---- scenarios against the simulator -----------------------------------------------------
 
-SHORT = lg.mlperf_rules(scale=0.1)
-TINY = lg.mlperf_rules(scale=0.01)
+SHORT = verdict.mlperf_rules(scale=0.1)
+TINY = verdict.mlperf_rules(scale=0.01)
 
 
 def test_scenarios_rank_as_the_chapter_says():
@@ -270,7 +270,7 @@ def test_server_search_finds_a_valid_rate_below_an_invalid_one():
 def test_a_search_valid_at_its_first_limit_raises_the_limit():
     # A short run's Offline rate is mostly its last batches draining, far below what the
     # system sustains: a search capped there would report its cap, not the system.
-    system, rules = lg.example_system(), lg.mlperf_rules(scale=0.05)
+    system, rules = lg.example_system(), verdict.mlperf_rules(scale=0.05)
     start = 1.2 * lg.offline_rate_per_s(system, lg.Workload(), rules)
     found = lg.find_server_rate(system, "Server", rules=rules, iterations=6)
     failed = [trial.rate_per_s for trial in found.trials if not trial.valid]
@@ -284,7 +284,7 @@ def test_the_raised_limit_stops_where_run_scenario_would_refuse_the_rate():
     # A quarter-second run passes at any rate its queue can absorb in that time; the
     # search stops at the largest rate run_scenario accepts instead of growing forever.
     system = lg.example_system()
-    rules = lg.RunRules(min_duration_s=0.25, min_queries=100, offline_min_samples=100,
+    rules = verdict.RunRules(min_duration_s=0.25, min_queries=100, offline_min_samples=100,
                         confidence=0.5)
     most = lg.MAX_OVERLOAD * system.ceiling_rate_per_s(*lg.Workload().lengths(
         lg.CEILING_SAMPLE))
@@ -356,13 +356,13 @@ def test_search_rejects_unbounded_scenarios_and_bad_rates():
 
 
 def test_rules_scale_and_validate():
-    assert lg.mlperf_rules().min_duration_s == 600.0
-    assert lg.mlperf_rules().offline_min_samples == 24_576
+    assert verdict.mlperf_rules().min_duration_s == 600.0
+    assert verdict.mlperf_rules().offline_min_samples == 24_576
     assert SHORT.min_duration_s == pytest.approx(60.0) and SHORT.min_queries == 100
     with pytest.raises(ValueError, match="scale"):
-        lg.mlperf_rules(scale=0)
+        verdict.mlperf_rules(scale=0)
     with pytest.raises(ValueError, match="model"):
-        lg.mlperf_rules("gpt-9")
+        verdict.mlperf_rules("gpt-9")
 
 
 def test_query_mix_draws_are_prefix_consistent():
@@ -384,19 +384,20 @@ def test_explorer_compute_judges_against_the_chosen_bounds():
 # ---- equal issue, LoadGen's sample rates, Single-Stream's result ------------------------
 
 def test_mlperf_rules_turn_equal_issue_on_with_the_dataset():
-    rules = lg.mlperf_rules()
+    rules = verdict.mlperf_rules()
     assert rules.equal_issue and rules.dataset_samples == 24_576
-    assert not lg.RunRules().equal_issue
-    assert lg.mlperf_rules("llama3.1-405b").dataset_samples == 8_313
-    assert lg.mlperf_rules(scale=0.25).dataset_samples == 6_144
+    assert not verdict.RunRules().equal_issue
+    assert verdict.mlperf_rules("llama3.1-405b").dataset_samples == 8_313
+    assert verdict.mlperf_rules(scale=0.25).dataset_samples == 6_144
     assert rules.pad(100) == 24_576 and rules.pad(24_576) == 24_576 and rules.pad(24_577) == 49_152
-    assert lg.RunRules().pad(100) == 100
+    assert verdict.RunRules().pad(100) == 100
     with pytest.raises(ValueError, match="dataset_samples"):
-        lg.RunRules(dataset_samples=0)
+        verdict.RunRules(dataset_samples=0)
 
 
 def test_server_count_is_whole_passes_past_the_minimum_duration():
-    rules = lg.RunRules(min_duration_s=10.0, min_queries=5, equal_issue=True, dataset_samples=7)
+    rules = verdict.RunRules(min_duration_s=10.0, min_queries=5, equal_issue=True,
+                             dataset_samples=7)
     times = np.arange(100) * 0.5  # query 21 (index 20) is the first at 10 s
     assert lg.queries_to_issue(times, rules) == 21  # 5 -> 7 -> 14 -> 21
     times = np.arange(100) * 0.45  # index 23 is the first at or past 10 s: 24 queries
@@ -410,14 +411,15 @@ def test_server_count_is_whole_passes_past_the_minimum_duration():
 def test_chapter_rates_issue_what_the_issue_measured_with_loadgen():
     # At the chapter's former rates LoadGen issues 4 and 3 passes of 24,576, not 78,682
     # and 57,510 (issue 14, checked against the real LoadGen by its author).
-    work, rules = lg.Workload(), lg.mlperf_rules()
+    work, rules = lg.Workload(), verdict.mlperf_rules()
     assert lg.server_query_count(131.1, work, rules) == 98_304
     assert lg.server_query_count(95.85, work, rules) == 73_728
     assert lg.server_query_count(131.1, work, replace(rules, equal_issue=False)) < 80_000
 
 
 def test_single_stream_minimum_pads_past_a_multiple():
-    rules = lg.RunRules(min_duration_s=0.3, min_queries=1, equal_issue=True, dataset_samples=24)
+    rules = verdict.RunRules(min_duration_s=0.3, min_queries=1, equal_issue=True,
+                             dataset_samples=24)
     assert lg.single_stream_min_queries(rules, 0.01) == 72  # 60 -> 72
     # 24 queries is already a multiple: LoadGen still adds a whole pass.
     assert lg.single_stream_min_queries(replace(rules, min_queries=24), 1.0) == 48
@@ -427,7 +429,7 @@ def test_single_stream_minimum_pads_past_a_multiple():
 
 
 def test_server_reports_scheduled_and_completed_samples_per_second():
-    summary = lg.judge(server_log(1000), "Server")
+    summary = verdict.judge(server_log(1000), "Server")
     last = int(np.argmax(summary.log.issued_s))
     assert summary.scheduled_samples_per_s == pytest.approx(999 / summary.log.issued_s[last])
     assert summary.completed_samples_per_s == pytest.approx(999 / summary.log.finish_s[last])
@@ -439,15 +441,15 @@ def test_single_stream_result_is_the_plain_p90_and_early_stopping_uses_tokens():
     n = 200
     issued = np.arange(n) * 30.0
     latency = np.linspace(1.0, 20.0, n)
-    log = lg.QueryLog(issued, issued + 0.1 * latency, issued + latency, np.full(n, 50))
-    rules = lg.RunRules(min_duration_s=10.0)
-    summary = lg.judge(log, "SingleStream", rules=rules)
+    log = verdict.QueryLog(issued, issued + 0.1 * latency, issued + latency, np.full(n, 50))
+    rules = verdict.RunRules(min_duration_s=10.0)
+    summary = verdict.judge(log, "SingleStream", rules=rules)
     assert summary.result == pytest.approx(es.loadgen_percentile(latency, 0.90))
     assert summary.result < es.early_stopping_estimate(latency, 0.90)[0]
     assert [verdict.metric for verdict in summary.early] == ["tpot", "ttft"]
     ttft = summary.early_stopping("ttft")
     assert (ttft.estimate_s, ttft.discarded) == es.early_stopping_estimate(log.ttft_s, 0.90)
-    short = lg.judge(log.head(63), "SingleStream", rules=rules)
+    short = verdict.judge(log.head(63), "SingleStream", rules=rules)
     assert not short.early_stopping_met and [v.metric for v in short.early] == ["tpot"]
 
 
@@ -477,7 +479,7 @@ def test_an_offline_log_keeps_each_query_in_its_issue_place():
     run = simulate(system.replica, Requests(np.zeros(2), np.full(2, 300), np.full(2, 10),
                                             "all_at_once"), system.scheduler)
     with pytest.raises(ValueError, match=r"positions: give one array per run \(1\), not 2"):
-        lg.QueryLog.from_results([run], [np.arange(2), np.arange(2, 4)])
+        lg.log_of_runs([run], [np.arange(2), np.arange(2, 4)])
     # The round-robin rule predict.peak_batch reads by default is the system's own.
     assert all(np.array_equal(a, b) for a, b in zip(lg.dealt_in_turn(20, 8),
                                                     system.shares(20), strict=True))
@@ -488,7 +490,7 @@ def test_dealing_at_random_costs_the_tight_bound_more_than_the_loose_one():
     # Each replica of a random dispatch sees a Poisson stream of its own, burstier than
     # every eighth arrival: the Interactive rate falls further than the Server rate
     # (chapter 3 glues the size of this for its calibrated H200).
-    rules = lg.mlperf_rules(scale=0.1)
+    rules = verdict.mlperf_rules(scale=0.1)
     rates = {}
     for dispatch in ("round-robin", "random"):
         system = replace(lg.example_system(), dispatch=dispatch)

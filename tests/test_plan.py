@@ -78,7 +78,7 @@ def test_the_whole_plan_meets_its_own_service_level_in_the_simulator(mode):
     whole = predict(H200, found.chips, "Llama 3.1 70B", found.precision, "Server",
                     workload=Workload.fixed(1000, 200), tps=[found.tp], pp=found.pp,
                     ttft_p99_s=3.0, tpot_p99_s=0.06, rate_per_s=found.rate_per_s,
-                    rules=inferlab.serving.loadgen.RunRules(min_duration_s=0.0, min_queries=4000,
+                    rules=inferlab.benchmark.verdict.RunRules(min_duration_s=0.0, min_queries=4000,
                                                     offline_min_samples=4000))
     assert whole.valid and whole.completed_share > 0.95
     assert whole.ttft_p99_s <= 3.0 and whole.tpot_p99_s <= 0.06

@@ -13,12 +13,12 @@ import sys
 import numpy as np
 import pytest
 
+from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common.data import load_table
 from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, accepted_chips, peak_batch, predict, tp_options
 from inferlab.serving.calibration import Stack, at_bound, bound_share, row_key, stack, stacks
-from inferlab.serving.loadgen import mlperf_rules
 
 QUICK = ["--scale", "0.05"]
 
@@ -100,7 +100,7 @@ def test_unknown_model_and_scenario_are_refused():
 
 
 def test_peak_batch_counts_queries_in_flight_per_replica():
-    from inferlab.serving.loadgen import QueryLog
+    from inferlab.benchmark.verdict import QueryLog
     log = QueryLog([0, 0, 1, 1], [1, 1, 2, 2], [3, 3, 4, 4], [2, 2, 2, 2])
     assert peak_batch(log, 1) == 4
     assert peak_batch(log, 2) == 2

@@ -14,9 +14,9 @@ import sys
 import pytest
 
 from inferlab.benchmark.mlperf import bounds
+from inferlab.benchmark.verdict import RunRules, mlperf_rules
 from inferlab.benchmark.workload import Workload
 from inferlab.predict import predict
-from inferlab.serving.loadgen import RunRules, mlperf_rules
 
 H200 = "NVIDIA H200 SXM"
 CHAT = Workload.fixed(1000, 200)

@@ -3,7 +3,7 @@
 Each run is a real LoadGen test (``mlperf_loadgen``) of a few seconds at most,
 against a Python SUT answering on a seeded timetable (inferlab.serving.real_loadgen). The
 per-query log is rebuilt from LoadGen's trace, in its own nanoseconds, and then
-judged by inferlab.serving.loadgen.judge; every figure LoadGen wrote must come out again.
+judged by inferlab.benchmark.verdict.judge; every figure LoadGen wrote must come out again.
 
 Tolerances: latencies agree to 1 ns. LoadGen keeps integer nanoseconds and
 truncates TPOT, ``(latency - ttft) / (tokens - 1)``, to a whole nanosecond, where we
@@ -24,6 +24,7 @@ from inferlab.benchmark import mlperf
 from inferlab.serving import loadgen as lg
 
 real = pytest.importorskip("mlperf_loadgen")
+from inferlab.benchmark import verdict  # noqa: E402
 from inferlab.serving import real_loadgen as rl  # noqa: E402  (needs the package above
 
 DATASET = 24  # samples: small, so that equal issue pads to a multiple LoadGen can reach fast
@@ -64,11 +65,11 @@ def runs(tmp_path_factory):
 
 
 def ours(run, kwargs):
-    rules = lg.RunRules(min_duration_s=kwargs["min_duration_s"],
+    rules = verdict.RunRules(min_duration_s=kwargs["min_duration_s"],
                         min_queries=kwargs.get("min_queries", 100),
                         equal_issue=kwargs.get("equal_issue", True), dataset_samples=DATASET)
     limit = mlperf.LatencyBounds(kwargs["ttft_bound_s"], kwargs["tpot_bound_s"])
-    return lg.judge(run.log, run.scenario, rules=rules, limit=limit), rules
+    return verdict.judge(run.log, run.scenario, rules=rules, limit=limit), rules
 
 
 def same_verdict(summary, run):

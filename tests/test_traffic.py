@@ -7,8 +7,9 @@ import pytest
 
 from inferlab.benchmark.mlperf import LLAMA2_70B_MEAN_PROMPT_TOKENS
 from inferlab.benchmark.traffic import DatasetLengths, mlperf_input_lengths
+from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common.data import load_table
-from inferlab.serving.loadgen import Workload, mlperf_rules
+from inferlab.serving.loadgen import Workload
 
 
 def test_the_table_holds_every_sample_of_mlperfs_data_set_once():

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from inferlab.benchmark.traffic import Lengths, mlperf_input_lengths
+from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.benchmark.workload import (
     MIN_OUTPUT_TOKENS,
     Workload,
@@ -15,7 +16,6 @@ from inferlab.benchmark.workload import (
 )
 from inferlab.common.data import DATA_DIR
 from inferlab.lab.endpoint_metrics import read_trace
-from inferlab.serving.loadgen import mlperf_rules
 
 
 def test_the_default_is_mlperfs_llama2_70b_mix_drawn_as_before():

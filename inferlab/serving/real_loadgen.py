@@ -14,7 +14,7 @@ the re-implementation can be checked against it on the same run:
    wrote: ``mlperf_log_detail.txt`` (its verdict and figures) and
    ``mlperf_log_trace.json`` (when it scheduled each sample, and when each first
    token and each answer came back, in its own nanoseconds). The trace becomes a
-   :class:`inferlab.serving.loadgen.QueryLog`, which :func:`inferlab.serving.loadgen.judge` can
+   :class:`inferlab.benchmark.verdict.QueryLog`, which :func:`inferlab.benchmark.verdict.judge` can
    judge.
 
 LoadGen measures every latency from the sample's *scheduled* time (for
@@ -38,8 +38,8 @@ from pathlib import Path
 
 import numpy as np
 
+from inferlab.benchmark.verdict import QueryLog
 from inferlab.common import checks
-from inferlab.serving.loadgen import QueryLog
 
 #: The seeds LoadGen draws its schedule and samples from (``mlperf.conf``'s values).
 SEEDS = {"qsl_rng_seed": 2085463073848966840, "sample_index_rng_seed": 2747215439041700203,

@@ -15,11 +15,12 @@ import numpy as np
 
 from inferlab.benchmark import mlperf
 from inferlab.benchmark.mlperf import BOUNDED_SCENARIOS, LatencyBounds, bounds
+from inferlab.benchmark.verdict import Summary, mlperf_rules
 from inferlab.common import checks
 from inferlab.pages.colors import KIND_COLORS
 from inferlab.pages.explorers.base import Choice, Explorer, Slider, register
 from inferlab.pages.explorers.marks import badge, distribution
-from inferlab.serving.loadgen import Summary, System, example_system, mlperf_rules, run_scenario
+from inferlab.serving.loadgen import System, example_system, run_scenario
 
 #: The explorer's run rules — MLPerf's, with the minimum duration cut to a quarter
 #: (150 s) so that one move of the slider simulates in well under a second.
