@@ -346,6 +346,8 @@ GOOD = {
     "plan.plan.tpot_p99_s": 0.05,
     "plan.stack": lambda: importlib.import_module("inferlab.serving.calibration").stack(
         "TensorRT-LLM FP8"),
+    "sizing.stack": lambda: importlib.import_module("inferlab.serving.calibration").stack(
+        "TensorRT-LLM FP8"),
     "plan.result": lambda: __import__("inferlab.plan").plan.plan(
         "Llama 3.1 8B", input_tokens=500, output_tokens=100, tpot_p99_s=0.05, rate_per_s=10,
         chips=["NVIDIA H200 SXM"], requests=300),
