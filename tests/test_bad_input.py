@@ -354,7 +354,7 @@ GOOD = {
     "loadgen.System.ceiling_rate_per_s.prompts": np.full(2, 300),
     "loadgen.System.ceiling_rate_per_s.outputs": np.full(2, 294),
     "scheduler.PrefillPool.ready_s.prompt_tokens": np.full(2, 8),
-    "scheduler.RoundPrefill.steps": 4, "scheduler.RoundPrefill.min_queries": 2,
+    "engines.RoundPrefill.steps": 4, "engines.RoundPrefill.min_queries": 2,
     "endpoint_metrics.aiperf_summary.count_tokens": len,
     "loadgen.rules": lambda: importlib.import_module("inferlab.benchmark.verdict").mlperf_rules(
         scale=0.01),

@@ -45,7 +45,7 @@ the batch.
 Speed. Between two events (an admission, a retirement, a preemption) a decode
 step's time is an exact closed form of the context growth, ``m0 + m1 j`` for the
 ``j``-th step (the attention term grows with the context), so the simulation
-advances over all those steps at once (:func:`inferlab.serving.scheduler.advance`). Only
+advances over all those steps at once (:func:`inferlab.serving.engines.advance`). Only
 steps that prefill are simulated one by one.
 
 Assumptions: one replica; each step's time is the step-time model's, which
@@ -73,13 +73,8 @@ from inferlab.benchmark.traffic import Lengths, Requests
 from inferlab.common import checks
 from inferlab.common.bisection import bisect, highest_passing
 from inferlab.model.steptime import ATTAINABLE_FRACTION, Replica, replica
-from inferlab.serving.scheduler import (
-    PAGED_WATERMARK_FRACTION,
-    ContinuousEngine,
-    Record,
-    Scheduler,
-    StaticEngine,
-)
+from inferlab.serving.engines import ContinuousEngine, Record, StaticEngine
+from inferlab.serving.scheduler import PAGED_WATERMARK_FRACTION, Scheduler
 
 # The scheduling configuration lives in inferlab.serving.scheduler; chapters import it from here.
 from inferlab.serving.scheduler import STATIC_BATCH_TIMEOUT_S as STATIC_BATCH_TIMEOUT_S
