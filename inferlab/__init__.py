@@ -11,8 +11,8 @@ Its folders are its layers, each importing only the ones above it in this list:
 - ``serving`` and ``lab``: a serving engine modelled (scheduler, simulator, fitted
   stacks, LoadGen's scenarios) and one measured on the reader's own machine (the NumPy
   engine, the server, the load client, endpoint metrics).
-- ``predict``, ``plan`` (with ``sizing``, its search per chip), ``choosing`` and
-  ``accuracy``: the questions a reader asks of the
+- ``predict``, ``plan`` (with ``sizing``, its search per chip), ``choosing`` (with
+  ``leaderboard``) and ``accuracy``: the questions a reader asks of the
   model, at the top of the package: what will this system do, what should I deploy, and
   how well does the model answer on results it never saw.
 - ``pages``: the book's presentation: figures, charts, glue, progress bars, the

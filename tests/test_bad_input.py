@@ -324,7 +324,7 @@ GOOD = {
     "specs.model.name": "Llama 3.1 8B", "loadgen.System.name": "fuzz",
     "claims.cards_table.ids": ["groq-claim-l2-70b"],
     "endpoint_metrics.requests": _trace_requests, "loadgen.model": "llama2-70b",
-    "choosing.family": "gpu", "choosing.check_row.hardware_family": "GPU cloud",
+    "choosing.family": "gpu", "leaderboard.check_row.hardware_family": "GPU cloud",
     "traffic.Requests.kind": "poisson", "traffic.DatasetLengths.samples": (16, 64),
     "traffic.DatasetLengths.from_counts.lengths": [16, 64],
     "traffic.DatasetLengths.from_counts.counts": [1, 2],

@@ -10,16 +10,8 @@ import pytest
 
 from inferlab import choosing
 from inferlab.benchmark.traffic import Lengths
-from inferlab.choosing import (
-    FAMILIES,
-    VERDICTS,
-    Requirements,
-    check_leaderboard,
-    check_row,
-    decide,
-    family_floor,
-    latency_spread,
-)
+from inferlab.choosing import FAMILIES, Requirements, decide, family_floor, latency_spread
+from inferlab.leaderboard import VERDICTS, check_leaderboard, check_row
 from inferlab.model import specs, steptime
 from inferlab.model.feasibility import Infeasible, fewest_chips
 from inferlab.model.roofline import flop_per_token, params_read
