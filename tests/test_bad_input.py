@@ -318,7 +318,8 @@ GOOD = {
     "explorers.prefetch.Memo.compute": lambda: (lambda values: values),
     "explorers.part": lambda: (lambda name: __import__("altair").Chart(
         __import__("altair").Data(name=name))),
-    "data.load_table.name": "hardware",
+    "data.load_table.name": "hardware", "data.read_table.name": "prices",
+    "data.read_table.path": ROOT / "data" / "prices.csv",
 "endpoint_metrics.tokenizer_counter.name":
         "cl100k_base", "tokenizers.get_tokenizer.name": "cl100k_base",
     "specs.model.name": "Llama 3.1 8B", "loadgen.System.name": "fuzz",

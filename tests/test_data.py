@@ -8,7 +8,8 @@ import math
 import pandas as pd
 import pytest
 
-from inferlab.common.data import DATA_DIR, MAX_CELL_CHARS, SCHEMAS, DataError, load_table, result
+from inferlab.common.data import DATA_DIR, MAX_CELL_CHARS, DataError, load_table, result
+from inferlab.common.schemas import SCHEMAS
 from inferlab.model.specs import chip, chips, model, models
 
 

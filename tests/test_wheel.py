@@ -43,7 +43,7 @@ from conftest import ROOT, import_statements
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from inferlab.common import data
+from inferlab.common import data, schemas
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import notebooks  # noqa: E402  (the exported notebooks' setup cell)
@@ -120,7 +120,7 @@ PROBE = """
 import json, os, sys
 {imports}
 import inferlab
-from inferlab.common import data
+from inferlab.common import data, schemas
 from inferlab.model import specs
 from inferlab.tokens import token_counts
 
@@ -132,7 +132,7 @@ print(json.dumps({{
     "data_dir": str(data.DATA_DIR),
     "tiktoken_cache": os.environ["TIKTOKEN_CACHE_DIR"],
     "chip": [chip.memory_bandwidth_bytes_per_s, chip.memory_capacity_bytes, chip.bf16_flop_per_s],
-    "tables": {{name: data.load_table(name).to_json() for name in data.SCHEMAS}},
+    "tables": {{name: data.load_table(name).to_json() for name in schemas.SCHEMAS}},
     "tokens": counts[["file", "tokenizer", "tokens"]].values.tolist(),
 }}))
 """
@@ -211,7 +211,7 @@ def test_the_installed_package_works_from_another_folder_offline(build, installe
     assert probe["chip"] == expected["chip"]
     assert probe["chip"][0] > 1e12  # an H200 reads terabytes per second
     assert probe["tables"] == expected["tables"]
-    assert sorted(probe["tables"]) == sorted(data.SCHEMAS)
+    assert sorted(probe["tables"]) == sorted(schemas.SCHEMAS)
     assert probe["tokens"] == expected["tokens"]
     assert {tokenizer for _, tokenizer, _ in probe["tokens"]} >= {"cl100k_base", "o200k_base",
                                                                  "llama2", "llama3"}
@@ -275,7 +275,7 @@ def test_the_notebooks_requirement_builds_from_a_git_url(tmp_path):
     with zipfile.ZipFile(built) as archive:
         names = set(archive.namelist())
     requires = _requires(built)
-    assert {f"inferlab/tables/{name}.csv" for name in data.SCHEMAS} <= names
+    assert {f"inferlab/tables/{name}.csv" for name in schemas.SCHEMAS} <= names
     assert "inferlab/tables/texts/manifest.csv" in names
     assert _extra_closure(requires, "notebooks") >= {"myst-nb", "starlette", "uvicorn", "httpx",
                                                      "threadpoolctl", "mlcommons-loadgen"}

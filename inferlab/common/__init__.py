@@ -1,5 +1,6 @@
 """What every layer uses: argument checks that name the argument and its range (``checks``), the
-sourced tables of ``data/`` (``data``), and the bisection the searches share (``bisection``).
+sourced tables of ``data/`` (``data``, checked against ``schemas``), and the bisection the
+searches share (``bisection``).
 """
 
 from inferlab import submodule
