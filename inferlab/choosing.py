@@ -27,7 +27,7 @@ padding waste of a prompt-length distribution (:mod:`inferlab.serving.fixed_shap
 latency spread of a runtime-scheduled against a fixed-shape server
 (:mod:`inferlab.serving.simulator`).
 :func:`decide` turns them into the families that fit, each reason carrying its
-number; :func:`check_leaderboard` checks a published speed table row by row.
+number; :func:`~inferlab.leaderboard.check_leaderboard` checks a published speed table row by row.
 
 Used in chapter 'Choosing hardware'.
 """

@@ -4,7 +4,7 @@ Each row of the leaderboard snapshot (``data/leaderboard.csv``) names a model, a
 family and a claimed decode speed. :func:`check_row` maps the model to a row of
 ``data/models.csv`` and the family to one of :data:`inferlab.choosing.FAMILIES`, then says
 which bound the claim sits under: single-stream decoding on an HBM node, a pipeline of
-SRAM chips, or only speculative decoding (:data:`VERDICTS`). Every assumption a mapping
+SRAM chips, or only speculative decoding (``VERDICTS``). Every assumption a mapping
 makes is written beside it.
 
 Used in chapter 'Choosing hardware'.
@@ -121,7 +121,7 @@ def check_row(model: str, hardware_family: str, claimed_tok_s: float, *, rank: i
 
     Steps: map the model to an architecture (:data:`LEADERBOARD_MODELS`; unknown
     models cannot be checked); compute the HBM node's single-stream ceiling
-    (:func:`family_floor` on 8 x B200 at FP8, active weights, no KV cache, ideal
+    (:func:`~inferlab.choosing.family_floor` on 8 x B200 at FP8, active weights, no KV cache, ideal
     tensor parallelism inside the NVLink domain). A claim at or under it is plain
     decoding an HBM node could give. Above it:
 
@@ -129,11 +129,10 @@ def check_row(model: str, hardware_family: str, claimed_tok_s: float, *, rank: i
       decoding (or fewer bits, a larger NVLink domain, a smaller model than named);
     - weights in SRAM (Groq, Cerebras): the row's own chips are laid out as the
       feasibility layer allows, a pipeline over the fewest that hold the model at
-      :data:`SRAM_PRECISION` (:func:`family_floor`). At or under the pipeline bound,
-      plain decoding on them could explain it; between the pipeline and the ideal
-      tensor-parallel bound, only a split of layers across chips (whose network the
-      book does not model) or speculative decoding; above the ideal bound, only
-      speculative decoding.
+      :data:`SRAM_PRECISION` (:func:`~inferlab.choosing.family_floor`). At or under the pipeline
+      bound, plain decoding on them could explain it; between the pipeline and the ideal
+      tensor-parallel bound, only a split of layers across chips (whose network the book does
+      not model) or speculative decoding; above the ideal bound, only speculative decoding.
 
     All leaderboard rates are per user, for one request's stream.
 

@@ -285,10 +285,9 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
     ``prices`` a price file (default ``data/prices.csv``) or a dict of
     :class:`~inferlab.choosing.ChipPrice`; ``stack`` a stack name or
     :class:`~inferlab.serving.calibration.Stack` used on every chip (default: each vendor's
-    calibrated stack, else the assumed one);
-    ``modes`` any of :data:`MODES`; ``requests`` and ``seed`` set each simulated run (the
-    replica count is searched in whole replicas, so there is no precision to set);
-    ``max_replica_chips`` caps one replica's chips.
+    calibrated stack, else the assumed one); ``modes`` any of :data:`~inferlab.sizing.MODES`;
+    ``requests`` and ``seed`` set each simulated run (the replica count is searched in whole
+    replicas, so there is no precision to set); ``max_replica_chips`` caps one replica's chips.
 
     Raises ``ValueError`` naming the argument for an unknown model or chip, a length of 0
     or beyond the context, a bound or rate of 0 or less, an unreadable price file.

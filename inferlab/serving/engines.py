@@ -181,9 +181,9 @@ class RoundPrefill(WholePrefill):
 
 
 class DisaggregatedPrefill(PrefillPolicy):
-    """Prefill happens on a :class:`PrefillPool`; the replica only decodes. A request enters
-    the decode replica with its first token made and its prompt's cache transferred, so
-    no decode step ever carries prompt work."""
+    """Prefill happens on a :class:`~inferlab.serving.scheduler.PrefillPool`; the replica only
+    decodes. A request enters the decode replica with its first token made and its prompt's
+    cache transferred, so no decode step ever carries prompt work."""
 
     def __init__(self, pool: PrefillPool) -> None:
         self.pool = pool
