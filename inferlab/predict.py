@@ -386,31 +386,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     mlperf = workload.benchmark in BOUNDS
     benchmark = workload.benchmark if mlperf else benchmark_of(spec.name)
     limit = _service_level(ttft_p99_s, tpot_p99_s, scenario)
-    # Bounds of the caller's own need no benchmark to take them from.
-    if limit is None and scenario in ("Server", "Interactive"):
-        if benchmark is None:
-            raise ValueError(f"scenario: {scenario} needs latency bounds, and {spec.name} has "
-                             "no MLPerf benchmark to take them from; give Offline")
-        if scenario not in BOUNDS[benchmark]:
-            raise ValueError(f"scenario: MLPerf's {benchmark} benchmark has no {scenario} "
-                             f"scenario; give one of Offline, {', '.join(BOUNDS[benchmark])}")
-    if mlperf:
-        rules = mlperf_rules(workload.benchmark) if rules is None else rules
-        judged = f"MLPerf {workload.benchmark}"
-    elif limit is not None:
-        rules = OPEN_RULES if rules is None else rules
-    elif scenario == "Offline":
-        judged = "steady Offline"
-    elif scenario == "SingleStream":
-        raise ValueError("scenario: Single-Stream is modelled on MLPerf data sets only; give "
-                         "Offline for this workload, or a data set")
-    else:
-        rules = OPEN_RULES if rules is None else rules
-        judged = f"{scenario} at {benchmark}'s bounds, MLPerf's duration"
-    if limit is not None:
-        judged = ("Server at p99 TTFT <= " + _seconds(limit.ttft_s) + " and TPOT <= "
-                  + _seconds(limit.tpot_s) + (f", MLPerf {workload.benchmark}'s rules"
-                                               if mlperf else ", MLPerf's duration"))
+    rules, judged = _judging(spec, workload, scenario, rules, benchmark, limit)
     engine_benchmark = workload.benchmark if mlperf else "llama2-70b"
     layouts, tp_from = _layouts(hw, chips, spec, precision, scenario, stack, tps, pp, ep,
                                 engine_benchmark)
@@ -464,6 +440,38 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                           math.nan, 0, rate_per_s or 0.0, tp_from, stages, experts,
                           workload.name, judged)
     return best
+
+
+def _judging(spec: specs.ModelSpec, workload: Workload, scenario: str,
+             rules: RunRules | None, benchmark: str | None,
+             limit: LatencyBounds | None) -> tuple[RunRules | None, str]:
+    """The rules a prediction's run is judged by, and the words that say how; ``ValueError``
+    for a scenario the workload has no bounds for."""
+    mlperf = workload.benchmark in BOUNDS
+    # Bounds of the caller's own need no benchmark to take them from.
+    if limit is None and scenario in ("Server", "Interactive"):
+        if benchmark is None:
+            raise ValueError(f"scenario: {scenario} needs latency bounds, and {spec.name} has "
+                             "no MLPerf benchmark to take them from; give Offline")
+        if scenario not in BOUNDS[benchmark]:
+            raise ValueError(f"scenario: MLPerf's {benchmark} benchmark has no {scenario} "
+                             f"scenario; give one of Offline, {', '.join(BOUNDS[benchmark])}")
+    if limit is not None:
+        rules = (mlperf_rules(workload.benchmark) if mlperf else OPEN_RULES) \
+            if rules is None else rules
+        return rules, ("Server at p99 TTFT <= " + _seconds(limit.ttft_s) + " and TPOT <= "
+                       + _seconds(limit.tpot_s) + (f", MLPerf {workload.benchmark}'s rules"
+                                                    if mlperf else ", MLPerf's duration"))
+    if mlperf:
+        return (mlperf_rules(workload.benchmark) if rules is None else rules,
+                f"MLPerf {workload.benchmark}")
+    if scenario == "Offline":
+        return rules, "steady Offline"
+    if scenario == "SingleStream":
+        raise ValueError("scenario: Single-Stream is modelled on MLPerf data sets only; give "
+                         "Offline for this workload, or a data set")
+    return (OPEN_RULES if rules is None else rules,
+            f"{scenario} at {benchmark}'s bounds, MLPerf's duration")
 
 
 def replica_for(chip: specs.Chip, model: specs.ModelSpec, precision: str, stack: Stack,
