@@ -685,7 +685,7 @@ def _workload_of(args) -> Workload | str | None:
     if args.input_tokens is not None:
         return Workload.fixed(args.input_tokens, args.output_tokens)
     if args.trace is not None:
-        from inferlab.lab.endpoint_metrics import read_trace
+        from inferlab.lab.tool_files import read_trace
 
         return Workload.from_trace(read_trace(args.trace), name=f"trace {args.trace}")
     return args.dataset

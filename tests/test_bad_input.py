@@ -359,8 +359,8 @@ GOOD = {
     "endpoint_metrics.aiperf_summary.count_tokens": len,
     "loadgen.rules": lambda: importlib.import_module("inferlab.benchmark.verdict").mlperf_rules(
         scale=0.01),
-    "endpoint_metrics.read_guidellm.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
-    "endpoint_metrics.read_guidellm_summary.path":
+    "tool_files.read_guidellm.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
+    "tool_files.read_guidellm_summary.path":
         TRACES / "guidellm_chat_c2" / "benchmarks.json",
     "progress.progress.items": [1.0, 2.0, 3.0],
     "plotting.plain_log_axis.axis": lambda: _axes().xaxis,
@@ -383,7 +383,7 @@ GOOD = {
     "workload.dataset_lengths.name": "mixtral-8x7b",
     "trace": lambda: importlib.import_module("inferlab.lab.endpoint_metrics").read_guidellm(
         TRACES / "guidellm_chat_c2" / "benchmarks.json"),
-    "endpoint_metrics.read_trace.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
+    "tool_files.read_trace.path": TRACES / "guidellm_chat_c2" / "benchmarks.json",
     "predict.as_stack.value": None, "predict.as_workload.value": None,
     "charts.tps": [1, 2], "charts.ideal": [1.0, 2.0], "charts.curves": [("ring", 1e-6, [1.0, 1.8])],
 }

@@ -9,6 +9,7 @@ import pytest
 
 from inferlab.benchmark.mlperf import LatencyBounds
 from inferlab.lab import endpoint_metrics as em
+from inferlab.lab import tool_files
 from inferlab.lab.loadclient import RequestTrace
 
 # Request A (completions): sent at 0; one token per chunk at 0.5, 0.6, 0.7, 0.8 s;
@@ -228,7 +229,7 @@ def test_reads_a_vllm_bench_serve_detailed_result(tmp_path):
               "generated_texts": ["abcd", "xyz"], "errors": ["", ""]}
     path = tmp_path / "vllm.json"
     path.write_text(json.dumps(result))
-    trace = em.read_vllm_bench(path)
+    trace = tool_files.read_vllm_bench(path)
     assert trace.duration_s == 2.0
     second = trace.requests[1]
     assert second.send_s == pytest.approx(0.5)
@@ -242,7 +243,7 @@ def test_reads_a_vllm_bench_serve_detailed_result(tmp_path):
     assert v["total_token_throughput_tok_s"] == pytest.approx(23 / 2.0)
     path.write_text(json.dumps({"duration": 1.0}))
     with pytest.raises(ValueError, match="save-detailed"):
-        em.read_vllm_bench(path)
+        tool_files.read_vllm_bench(path)
 
 
 def test_reads_llmperf_individual_responses(tmp_path):
@@ -257,7 +258,7 @@ def test_reads_llmperf_individual_responses(tmp_path):
              "number_output_tokens": 0, "number_input_tokens": 100}]
     path = tmp_path / "llmperf_individual_responses.json"
     path.write_text(json.dumps(rows))
-    trace = em.read_llmperf(path)
+    trace = tool_files.read_llmperf(path)
     ok, failed = trace.requests
     assert failed.error == "too many" and not failed.ok
     r = em.llmperf_request(ok, None)
@@ -270,4 +271,4 @@ def test_refuses_aiperfs_records_file(tmp_path):
     path = tmp_path / "profile_export.jsonl"
     path.write_text(json.dumps({"metadata": {}, "metrics": {}}) + "\n")
     with pytest.raises(ValueError, match="export-level raw"):
-        em.read_aiperf_raw(path)
+        tool_files.read_aiperf_raw(path)

@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.lab import endpoint_metrics as em
+from inferlab.lab import tool_files
 from inferlab.lab.server import LabServer, ServerConfig, write_tokenizer_dir
 
 pytestmark = pytest.mark.live
@@ -116,8 +117,8 @@ def test_aiperf_live_numbers_from_its_raw_records(aiperf_tool, server, tokenizer
               "--extra-inputs", "ignore_eos:true", "--export-level", "raw",
               "--artifact-dir", str(tmp_path / "run"), "--random-seed", "0",
               "--ui-type", "none"], tmp_path, raw, summary)
-    trace = em.read_aiperf_raw(raw)
-    reported = em.read_aiperf_summary(summary)
+    trace = tool_files.read_aiperf_raw(raw)
+    reported = tool_files.read_aiperf_summary(summary)
     assert len(trace.succeeded) == len(trace.requests) == REQUESTS
     assert server.stats().completed - before == REQUESTS
     assert {r.completion_tokens for r in trace.succeeded} == {OUTPUT_TOKENS}
@@ -146,8 +147,8 @@ def test_guidellm_live_numbers_from_its_request_records(guidellm_tool, server, t
                         f"output_tokens={OUTPUT_TOKENS}",
               "--output", f"kind=json,path={report}", "--disable-console-interactive"],
              tmp_path, report)
-    trace = em.read_guidellm(report)
-    reported = em.read_guidellm_summary(report)
+    trace = tool_files.read_guidellm(report)
+    reported = tool_files.read_guidellm_summary(report)
     assert len(trace.requests) == REQUESTS
     assert server.stats().completed - before == REQUESTS
     assert {r.completion_tokens for r in trace.requests} == {OUTPUT_TOKENS}

@@ -217,7 +217,7 @@ def test_each_plan_says_where_its_stacks_numbers_came_from():
 
 
 def test_a_trace_brings_its_lengths_and_its_rate():
-    from inferlab.lab.endpoint_metrics import read_trace
+    from inferlab.lab.tool_files import read_trace
 
     trace = Workload.from_trace(read_trace(ROOT / "data" / "traces" / "guidellm_chat_c2"
                                            / "benchmarks.json"))

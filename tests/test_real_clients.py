@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from inferlab.lab import endpoint_metrics as em
+from inferlab.lab import tool_files
 
 TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
 
@@ -23,8 +24,8 @@ TRACES = Path(__file__).resolve().parents[1] / "data" / "traces"
     ("aiperf_chat_c2_server_count", True),  # --use-server-token-count
 ])
 def test_aiperf_numbers_from_aiperfs_raw_records(folder, server_count):
-    trace = em.read_aiperf_raw(TRACES / folder / "profile_export_raw.jsonl")
-    reported = em.read_aiperf_summary(TRACES / folder / "profile_export_aiperf.json")
+    trace = tool_files.read_aiperf_raw(TRACES / folder / "profile_export_raw.jsonl")
+    reported = tool_files.read_aiperf_summary(TRACES / folder / "profile_export_aiperf.json")
     assert len(trace.succeeded) == len(trace.requests) == 8
     # AIPerf loaded the server's tokenizer.json; it cuts text as cl100k_base does.
     ours = em.aiperf_summary(trace.succeeded, reported["window_s"],
@@ -43,8 +44,9 @@ def test_aiperf_numbers_from_aiperfs_raw_records(folder, server_count):
 
 
 def test_aiperf_default_count_differs_from_the_servers():
-    default = em.read_aiperf_summary(TRACES / "aiperf_chat_c2" / "profile_export_aiperf.json")
-    trace = em.read_aiperf_raw(TRACES / "aiperf_chat_c2" / "profile_export_raw.jsonl")
+    default = tool_files.read_aiperf_summary(
+        TRACES / "aiperf_chat_c2" / "profile_export_aiperf.json")
+    trace = tool_files.read_aiperf_raw(TRACES / "aiperf_chat_c2" / "profile_export_raw.jsonl")
     usage = sum(r.completion_tokens for r in trace.succeeded) / len(trace.succeeded)
     # Re-tokenizing the streamed gibberish does not give back the tokens generated.
     assert usage == 16
@@ -53,8 +55,8 @@ def test_aiperf_default_count_differs_from_the_servers():
 
 def test_guidellm_numbers_from_guidellms_request_records():
     path = TRACES / "guidellm_chat_c2" / "benchmarks.json"
-    trace = em.read_guidellm(path)
-    reported = em.read_guidellm_summary(path)
+    trace = tool_files.read_guidellm(path)
+    reported = tool_files.read_guidellm_summary(path)
     ours = em.guidellm_summary(trace.requests, trace.duration_s)
     assert set(ours) == set(reported)
     for key, value in reported.items():
@@ -65,4 +67,4 @@ def test_guidellm_numbers_from_guidellms_request_records():
 
 def test_guidellm_reader_refuses_a_missing_benchmark():
     with pytest.raises(ValueError, match="benchmark"):
-        em.read_guidellm(TRACES / "guidellm_chat_c2" / "benchmarks.json", benchmark=3)
+        tool_files.read_guidellm(TRACES / "guidellm_chat_c2" / "benchmarks.json", benchmark=3)

@@ -15,7 +15,7 @@ from inferlab.benchmark.workload import (
     datasets,
 )
 from inferlab.common.data import DATA_DIR
-from inferlab.lab.endpoint_metrics import read_trace
+from inferlab.lab.tool_files import read_trace
 
 
 def test_the_default_is_mlperfs_llama2_70b_mix_drawn_as_before():

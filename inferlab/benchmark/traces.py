@@ -4,7 +4,7 @@ metrics are computed from.
 A :class:`LoadSpec` says what load to offer; a :class:`RequestTrace` is one request as
 the client saw it (send time, each streamed chunk's arrival and text, the server's
 usage); a :class:`Trace` is one run. The lab's client (:mod:`inferlab.lab.loadclient`) writes
-them, the readers of :mod:`inferlab.lab.endpoint_metrics` rebuild them from AIPerf's,
+them, the readers of :mod:`inferlab.lab.tool_files` rebuild them from AIPerf's,
 guidellm's, vLLM's and LLMPerf's files, and :meth:`inferlab.benchmark.workload.Workload.from_trace`
 takes a workload from one. They are plain records, kept apart from the client so that
 reading a trace needs no HTTP library.

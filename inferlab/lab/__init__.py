@@ -1,8 +1,8 @@
 """A serving engine, measured on the reader's own machine: the NumPy engine (``engine``,
 ``engine_loop``), timing loops and the machine's own bandwidth (``measure``, ``machine``),
 the request timings (``timing``), the OpenAI-compatible server (``server``,
-``openai_api``), the load client (``loadclient``) and the metrics of a run
-(``endpoint_metrics``).
+``openai_api``), the load client (``loadclient``), each tool's metrics of a run
+(``endpoint_metrics``) and its files read back (``tool_files``).
 """
 
 from inferlab import submodule
