@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferlab.common import checks
+from inferlab.common.bisection import bisect
 
 #: The longest draft the functions below take, ten times the longest published drafts
 #: (2 to 10 tokens); it bounds the search over draft lengths to a fraction of a second.
@@ -150,16 +151,9 @@ def acceptance_rate_for_speedup(target_speedup: float, draft_tokens: int,
             f"target_speedup: {target_speedup!r} is out of reach; with draft_tokens={k} and "
             f"draft_cost_ratio={c:g} the most is {best:.3g} (every draft token accepted)"
         )
-    low, high = 0.0, 1.0
-    if speedup(low, k, c) >= target:
+    if speedup(0.0, k, c) >= target:
         return 0.0
-    for _ in range(60):
-        middle = (low + high) / 2
-        if speedup(middle, k, c) < target:
-            low = middle
-        else:
-            high = middle
-    return high
+    return bisect(lambda a: speedup(a, k, c), target, 0.0, 1.0, iterations=60)
 
 
 def least_acceptance_for_speedup(target_speedup: float, draft_cost_ratio: float,
