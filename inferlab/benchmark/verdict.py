@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -47,7 +48,6 @@ from inferlab.benchmark.early_stopping import (
     single_stream_early_stopping,
 )
 from inferlab.benchmark.mlperf import (
-    BOUNDED_SCENARIOS,
     BOUNDS,
     MLPERF_MIN_DURATION_S,
     MLPERF_MIN_QUERIES,
@@ -335,76 +335,100 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
     n = len(log)
     start = 0.0  # LoadGen's clock starts with the test, not with the first query
     reasons: list[str] = []
-    early: list[EarlyStopping] = []
-    perf_met = early_met = None
-    ttft_p99 = tpot_p99 = float("nan")
-    scheduled_rate = completed_rate = None
     if scenario == "Offline":
         duration = float(np.max(log.finish_s)) - start
         min_queries_met = n >= rules.offline_min_samples
         if not min_queries_met:
             reasons.append(f"{n:,} samples, fewer than the minimum {rules.offline_min_samples:,}")
-        result, unit = log.tokens / duration, "tokens/s"
+        checked = _Checks(log.tokens / duration, "tokens/s")
     else:
         duration = float(np.max(log.issued_s)) - start
         min_queries_met = n >= rules.min_queries
         if not min_queries_met:
             reasons.append(f"{n:,} queries, fewer than the minimum {rules.min_queries:,}")
-    if scenario == "SingleStream":
-        p = TARGET_PERCENTILE[scenario]
-        ttft_p99 = loadgen_percentile(log.ttft_s, p)
-        tpot_p99 = loadgen_percentile(log.tpot_s, p)
-        result, unit = loadgen_percentile(log.latency_s, p), "s"
-        early = [single_stream_early_stopping(log.tpot_s, p, rules.confidence, metric="tpot")]
-        if early[0].passed:
-            early.append(single_stream_early_stopping(log.ttft_s, p, rules.confidence,
-                                                      metric="ttft"))
-        early_met = all(verdict.passed for verdict in early)
-        if not early_met:
-            reasons.append(f"early stopping needs at least {early[0].needed} queries; the run "
-                           f"has {n}")
-    elif scenario in BOUNDED_SCENARIOS:
-        limit = bounds(model, scenario) if limit is None else limit
-        p = TARGET_PERCENTILE[scenario]
-        ttft_p99 = loadgen_percentile(log.ttft_s, p)
-        tpot_p99 = loadgen_percentile(log.tpot_s, p)
-        perf_met = True
-        if ttft_p99 > limit.ttft_s:
-            perf_met = False
-            reasons.append(f"p99 TTFT {ttft_p99 * 1e3:,.0f} ms is over the "
-                           f"{limit.ttft_s * 1e3:,.0f} ms bound")
-        if tpot_p99 > limit.tpot_s:
-            perf_met = False
-            reasons.append(f"p99 TPOT {tpot_p99 * 1e3:,.1f} ms is over the "
-                           f"{limit.tpot_s * 1e3:,.0f} ms bound")
-        # TPOT first; LoadGen evaluates TTFT only if TPOT passed (results.cc, `&&`).
-        early = [early_stopping(log.tpot_s, limit.tpot_s, p, rules.confidence, metric="tpot")]
-        if early[0].passed:
-            early.append(early_stopping(log.ttft_s, limit.ttft_s, p, rules.confidence,
-                                        metric="ttft"))
-        early_met = all(verdict.passed for verdict in early)
-        for verdict in early:
-            if not verdict.passed:
-                reasons.append(f"early stopping on {verdict.metric.upper()}: "
-                               f"{verdict.overlatency:,} of {n:,} over the bound; needs "
-                               f"{verdict.needed:,} ({verdict.more_queries:,} more)")
-        # LoadGen's "Completed tokens per second": every token over the time at which the
-        # last *scheduled* query finished (final_query_all_samples_done_time in
-        # loadgen/results.cc), not the latest finish of any query.
-        last = int(np.argmax(log.issued_s))
-        done = float(log.finish_s[last]) - start
-        result, unit = log.tokens / done, "tokens/s"
-        scheduled = float(log.issued_s[last]) - start
-        completed_rate = (n - 1) / done if done > 0 else math.nan
-        scheduled_rate = (n - 1) / scheduled if scheduled > 0 else math.nan
+        checked = (_single_stream_checks(log, rules, reasons) if scenario == "SingleStream"
+                   else _bounded_checks(log, scenario, model, limit, rules, reasons))
     min_duration_met = duration >= rules.min_duration_s
     if not min_duration_met:
         reasons.insert(0, f"ran {duration:,.1f} s, short of the minimum "
                           f"{rules.min_duration_s:,.0f} s")
-    valid = min_duration_met and min_queries_met and perf_met is not False \
-        and early_met is not False
-    return Summary(scenario, model, system, float(result), unit, valid, tuple(reasons), n,
-                   duration, min_duration_met, min_queries_met, perf_met, early_met,
-                   float(ttft_p99), float(tpot_p99), tuple(early), rules, rate_per_s, log,
-                   scheduled_rate, completed_rate)
+    valid = min_duration_met and min_queries_met and checked.perf_met is not False \
+        and checked.early_met is not False
+    return Summary(scenario, model, system, float(checked.result), checked.unit, valid,
+                   tuple(reasons), n, duration, min_duration_met, min_queries_met,
+                   checked.perf_met, checked.early_met, float(checked.ttft_p99_s),
+                   float(checked.tpot_p99_s), checked.early, rules, rate_per_s, log,
+                   checked.scheduled_rate, checked.completed_rate)
+
+
+class _Checks(NamedTuple):
+    """What a scenario's result and latency checks found; the defaults are a scenario's
+    that has no such check (Offline)."""
+
+    result: float
+    unit: str
+    ttft_p99_s: float = math.nan
+    tpot_p99_s: float = math.nan
+    perf_met: bool | None = None
+    early: tuple[EarlyStopping, ...] = ()
+    early_met: bool | None = None
+    scheduled_rate: float | None = None
+    completed_rate: float | None = None
+
+
+def _single_stream_checks(log: QueryLog, rules: RunRules, reasons: list[str]) -> _Checks:
+    """Single-Stream: the plain 90th percentile of latency as the result, and early stopping
+    on TPOT, then TTFT, asking only for enough queries. Appends why it fails to ``reasons``."""
+    p = TARGET_PERCENTILE["SingleStream"]
+    early = [single_stream_early_stopping(log.tpot_s, p, rules.confidence, metric="tpot")]
+    if early[0].passed:
+        early.append(single_stream_early_stopping(log.ttft_s, p, rules.confidence,
+                                                  metric="ttft"))
+    early_met = all(verdict.passed for verdict in early)
+    if not early_met:
+        reasons.append(f"early stopping needs at least {early[0].needed} queries; the run "
+                       f"has {len(log)}")
+    return _Checks(loadgen_percentile(log.latency_s, p), "s",
+                   loadgen_percentile(log.ttft_s, p), loadgen_percentile(log.tpot_s, p),
+                   None, tuple(early), early_met)
+
+
+def _bounded_checks(log: QueryLog, scenario: str, model: str, limit: LatencyBounds | None,
+                    rules: RunRules, reasons: list[str]) -> _Checks:
+    """Server and Interactive: the p99 bounds, early stopping on TPOT and then TTFT, and
+    LoadGen's completed tokens per second. Appends why the run fails to ``reasons``."""
+    limit = bounds(model, scenario) if limit is None else limit
+    p = TARGET_PERCENTILE[scenario]
+    n = len(log)
+    ttft_p99 = loadgen_percentile(log.ttft_s, p)
+    tpot_p99 = loadgen_percentile(log.tpot_s, p)
+    perf_met = True
+    if ttft_p99 > limit.ttft_s:
+        perf_met = False
+        reasons.append(f"p99 TTFT {ttft_p99 * 1e3:,.0f} ms is over the "
+                       f"{limit.ttft_s * 1e3:,.0f} ms bound")
+    if tpot_p99 > limit.tpot_s:
+        perf_met = False
+        reasons.append(f"p99 TPOT {tpot_p99 * 1e3:,.1f} ms is over the "
+                       f"{limit.tpot_s * 1e3:,.0f} ms bound")
+    # TPOT first; LoadGen evaluates TTFT only if TPOT passed (results.cc, `&&`).
+    early = [early_stopping(log.tpot_s, limit.tpot_s, p, rules.confidence, metric="tpot")]
+    if early[0].passed:
+        early.append(early_stopping(log.ttft_s, limit.ttft_s, p, rules.confidence,
+                                    metric="ttft"))
+    early_met = all(verdict.passed for verdict in early)
+    for verdict in early:
+        if not verdict.passed:
+            reasons.append(f"early stopping on {verdict.metric.upper()}: "
+                           f"{verdict.overlatency:,} of {n:,} over the bound; needs "
+                           f"{verdict.needed:,} ({verdict.more_queries:,} more)")
+    # LoadGen's "Completed tokens per second": every token over the time at which the
+    # last *scheduled* query finished (final_query_all_samples_done_time in
+    # loadgen/results.cc), not the latest finish of any query. The clock starts at 0.
+    last = int(np.argmax(log.issued_s))
+    done = float(log.finish_s[last])
+    scheduled = float(log.issued_s[last])
+    return _Checks(log.tokens / done, "tokens/s", ttft_p99, tpot_p99, perf_met, tuple(early),
+                   early_met, (n - 1) / scheduled if scheduled > 0 else math.nan,
+                   (n - 1) / done if done > 0 else math.nan)
 
