@@ -386,7 +386,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     mlperf = workload.benchmark in BOUNDS
     benchmark = workload.benchmark if mlperf else benchmark_of(spec.name)
     limit = _service_level(ttft_p99_s, tpot_p99_s, scenario)
-    rules, judged = _judging(spec, workload, scenario, rules, benchmark, limit)
+    rules, judged = _judging(spec, workload, scenario, rules, benchmark, limit, mlperf)
     engine_benchmark = workload.benchmark if mlperf else "llama2-70b"
     layouts, tp_from = _layouts(hw, chips, spec, precision, scenario, stack, tps, pp, ep,
                                 engine_benchmark)
@@ -444,10 +444,10 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
 
 def _judging(spec: specs.ModelSpec, workload: Workload, scenario: str,
              rules: RunRules | None, benchmark: str | None,
-             limit: LatencyBounds | None) -> tuple[RunRules | None, str]:
-    """The rules a prediction's run is judged by, and the words that say how; ``ValueError``
-    for a scenario the workload has no bounds for."""
-    mlperf = workload.benchmark in BOUNDS
+             limit: LatencyBounds | None, mlperf: bool) -> tuple[RunRules | None, str]:
+    """The rules a prediction's run is judged by, and the words that say how (``mlperf``:
+    the workload is an MLPerf data set); ``ValueError`` for a scenario the workload has no
+    bounds for."""
     # Bounds of the caller's own need no benchmark to take them from.
     if limit is None and scenario in ("Server", "Interactive"):
         if benchmark is None:

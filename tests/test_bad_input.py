@@ -345,8 +345,6 @@ GOOD = {
     "plan.plan.rate_per_s": 10.0, "plan.plan.chips": ["NVIDIA H200 SXM"],
     "plan.plan.input_tokens": 500, "plan.plan.output_tokens": 100, "plan.plan.requests": 300,
     "plan.plan.tpot_p99_s": 0.05,
-    "plan.stack": lambda: importlib.import_module("inferlab.serving.calibration").stack(
-        "TensorRT-LLM FP8"),
     "sizing.stack": lambda: importlib.import_module("inferlab.serving.calibration").stack(
         "TensorRT-LLM FP8"),
     "plan.result": lambda: __import__("inferlab.plan").plan.plan(
