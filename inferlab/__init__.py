@@ -2,7 +2,7 @@
 
 Its folders are its layers, each importing only the ones above it in this list:
 
-- ``common``: argument checks, the data tables, bisection.
+- ``common``: argument checks, the data tables, bisection, remembered results.
 - ``benchmark``: what a system is asked to do: MLPerf's definitions and early stopping,
   arrival processes, workloads, and the traces of real benchmark tools.
 - ``model`` and ``tokens``: how long one step of a model takes on a chip (specs,

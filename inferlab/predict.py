@@ -73,6 +73,7 @@ from inferlab.benchmark.traffic import Requests
 from inferlab.benchmark.verdict import QueryLog, RunRules, mlperf_rules
 from inferlab.benchmark.workload import Workload, check_fits_context, datasets
 from inferlab.common import checks
+from inferlab.common.memo import remembered
 from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible, layout
 from inferlab.model.steptime import replica
@@ -383,9 +384,24 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
                              "scenario='Server' or 'Interactive'")
         rate_per_s = checks.real("rate_per_s", rate_per_s, low=MIN_SEARCH_RATE_PER_S,
                                  high=MAX_RATE_PER_S)
+    limit = _service_level(ttft_p99_s, tpot_p99_s, scenario)
+    arguments = dict(hw=hw, chips=chips, spec=spec, precision=precision, scenario=scenario,
+                     stack=stack, workload=workload, rules=rules, tps=tps, pp=pp, ep=ep,
+                     dispatch=dispatch, limit=limit, iterations=iterations,
+                     rate_per_s=rate_per_s)
+    # Minutes of simulation for the book's pages, the same every build: remembered there
+    # (inferlab.common.memo), computed afresh everywhere else.
+    return remembered("inferlab.predict.predict", lambda: _predicted(**arguments), arguments,
+                      to_json=asdict, from_json=lambda data: Prediction(**data))
+
+
+def _predicted(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str,
+               scenario: str, stack: Stack, workload: Workload, rules: RunRules | None, tps,
+               pp: int | None, ep: int, dispatch: str, limit: LatencyBounds | None,
+               iterations: int, rate_per_s: float | None) -> Prediction:
+    """:func:`predict` of names already resolved and arguments already checked."""
     mlperf = workload.benchmark in BOUNDS
     benchmark = workload.benchmark if mlperf else benchmark_of(spec.name)
-    limit = _service_level(ttft_p99_s, tpot_p99_s, scenario)
     rules, judged = _judging(spec, workload, scenario, rules, benchmark, limit, mlperf)
     engine_benchmark = workload.benchmark if mlperf else "llama2-70b"
     layouts, tp_from = _layouts(hw, chips, spec, precision, scenario, stack, tps, pp, ep,

@@ -10,6 +10,8 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,7 +19,11 @@ import live_tools
 import pytest
 import yaml
 
+from inferlab.common import memo
+
 ROOT = Path(__file__).resolve().parent.parent
+#: The book's remembered predictions (book/_ext/freshness.py points its builds there).
+RESULTS_STORE = Path("book") / "_computed"
 
 # jupyter-book's CLI module has no __main__ guard, so "-m" would silently do nothing.
 # Its CLI has no option for Sphinx's worker processes either, so the command hands its
@@ -53,6 +59,7 @@ class Build:
     returncode: int
     log: str
     html: Path
+    results_misses: Path | None = None
 
 
 def _build_command(source: Path, output: Path) -> list[str]:
@@ -85,21 +92,32 @@ def write_one_page_book(source: Path, page_text: str, *, page: str = "page",
     return source
 
 
+#: Where the session's build lists the predictions it found no stored answer for.
+RESULTS_MISSES = "results-misses.txt"
+
+
 def start_book_build(source: Path, output: Path) -> subprocess.Popen:
     """Start :func:`build_book`'s command in the background, its output going to
-    ``output/build.log`` (a file, so that a long log cannot fill a pipe and stall it)."""
+    ``output/build.log`` (a file, so that a long log cannot fill a pipe and stall it).
+
+    The pages' predictions are recomputed, every one, and checked against the answers
+    remembered in ``book/_computed`` (:mod:`inferlab.common.memo`'s check mode); one it
+    finds none for is stored there and listed in ``output/results-misses.txt``."""
     output.mkdir(parents=True, exist_ok=True)
     log = (output / "build.log").open("w", encoding="utf-8")
+    env = {**os.environ, memo.FOLDER_ENV: str(source / RESULTS_STORE), memo.MODE_ENV: "check",
+           memo.MISSES_ENV: str(output / RESULTS_MISSES)}
     # A session of its own, so that stopping it stops the notebook kernels it started.
     return subprocess.Popen(_build_command(source, output), stdout=log,
                             stderr=subprocess.STDOUT, text=True, cwd=source,
-                            start_new_session=True)
+                            start_new_session=True, env=env)
 
 
 # The whole book takes minutes to build, one notebook at a time on one core. When the
 # session holds tests that need it, the build starts as soon as the tests are collected
 # and those tests run last, so the other tests use the second core meanwhile.
 _BACKGROUND: dict[str, object] = {}
+_BACKGROUND_LOCK = threading.Lock()
 
 
 @pytest.hookimpl(trylast=True)  # after -m and -k have deselected what will not run
@@ -111,13 +129,57 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = [item for item in items if item not in needs] + needs
     output = Path(tempfile.mkdtemp(prefix="inferlab-book-"))
     _BACKGROUND.update(output=output, process=start_book_build(ROOT, output))
+    if any("decks" in getattr(item, "fixturenames", ()) for item in needs):
+        # The decks are built from the book's executed notebooks, once it is done, on the
+        # core its build frees while the other tests still run.
+        thread = threading.Thread(target=_build_decks_after_the_book, args=(output,),
+                                  daemon=True)
+        _BACKGROUND["decks_thread"] = thread
+        thread.start()
+
+
+def _build_decks_after_the_book(output: Path) -> None:
+    if _BACKGROUND["process"].wait() != 0:
+        return
+    with _BACKGROUND_LOCK:
+        if _BACKGROUND.get("stopping"):
+            return
+        start = time.perf_counter()
+        log = (output / "decks.log").open("w", encoding="utf-8")
+        process = subprocess.Popen(
+            [sys.executable, str(ROOT / "scripts" / "build_slides.py"), "--out",
+             str(output / "decks"), "--cache", str(output / "_build" / ".jupyter_cache")],
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+            start_new_session=True)
+        _BACKGROUND["decks_process"] = process
+    process.wait()
+    _BACKGROUND["decks_seconds"] = time.perf_counter() - start
+
+
+def background_decks() -> tuple[int, str, Path, float] | None:
+    """The decks built in the background after the session's book build, as
+    ``(returncode, log, folder, seconds)``, once done; ``None`` if this session did not
+    start them (the caller builds them itself then)."""
+    thread = _BACKGROUND.get("decks_thread")
+    if thread is None:
+        return None
+    thread.join()
+    process = _BACKGROUND.get("decks_process")
+    if process is None:  # the book's build failed, so no decks were built
+        return None
+    output = _BACKGROUND["output"]
+    log = (output / "decks.log").read_text(encoding="utf-8")
+    return process.returncode, log, output / "decks", _BACKGROUND["decks_seconds"]
 
 
 def pytest_sessionfinish(session, exitstatus):
-    process = _BACKGROUND.get("process")
-    if process is not None and process.poll() is None:
-        os.killpg(process.pid, signal.SIGKILL)  # an interrupted session leaves nothing running
-        process.wait()
+    with _BACKGROUND_LOCK:
+        _BACKGROUND["stopping"] = True
+    for name in ("process", "decks_process"):
+        process = _BACKGROUND.get(name)
+        if process is not None and process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)  # an interrupted session leaves nothing
+            process.wait()
     if "output" in _BACKGROUND:
         shutil.rmtree(_BACKGROUND["output"], ignore_errors=True)
     for process in _INSTALLS.values():
@@ -135,7 +197,7 @@ def built_book(tmp_path_factory) -> Build:
     output, process = _BACKGROUND["output"], _BACKGROUND["process"]
     returncode = process.wait()
     log = (output / "build.log").read_text(encoding="utf-8")
-    return Build(returncode, log, output / "_build" / "html")
+    return Build(returncode, log, output / "_build" / "html", output / RESULTS_MISSES)
 
 
 

@@ -68,6 +68,8 @@ EXEMPT = {
     "measure.time_repeats": "a timing loop of the reader's function",
     "measure.ttft_by_prompt_length": "times prefill of the NumPy engine at each length",
     "measure.decode_step_times": "times decode steps of the NumPy engine at each size",
+    "memo.prune": "deletes stored answers in the folder it is given (test_results_store.py)",
+    "memo.main": "the command line of memo.prune",
     # Not long-running, but it parses a trace only a LoadGen run writes (test_real_loadgen).
     "real_loadgen.read_trace": "needs the trace file of a real LoadGen run",
 }
@@ -339,6 +341,10 @@ GOOD = {
     "count": 10,
     "output": lambda: importlib.import_module("inferlab.benchmark.traffic").Lengths(16),
     "bisection.highest_passing.trial": lambda: (lambda x: (x < 3.0, x)),
+    "memo.canonical.value": (1, 2.5, "a"), "memo.key.name": "f", "memo.key.arguments": {"x": 1},
+    "memo.remembered.name": "f", "memo.remembered.compute": lambda: (lambda: 3.0),
+    "memo.remembered.arguments": {"x": 1.0}, "memo.remembered.to_json": lambda: float,
+    "memo.remembered.from_json": lambda: float,
     "hf_tokenizer.write_tokenizer_dir.path": lambda: Path(tempfile.mkdtemp()),
     "engine.Engine.show": None, "traffic.make_requests.rate_per_s": 10.0,
     "loadgen.run_scenario.rate_per_s": 5.0, "loadgen.server_trial.rate": 5.0,

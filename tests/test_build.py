@@ -1,8 +1,9 @@
 """The strict executed build is the notebook test.
 
-The first test builds the real book. The others build a one-page book with the
-real ``_config.yml`` and one deliberate fault each, and check that the strict
-build fails and names the fault: a build that could not fail would test nothing.
+The first tests read the real book's build. The others build books with the real
+``_config.yml`` and deliberate faults, one a page, and check that the strict build
+fails and names each fault on its page: a build that could not fail would test
+nothing.
 """
 
 from __future__ import annotations
@@ -54,22 +55,37 @@ def _one_page_book(tmp_path, body: str):
     return build_book(source, tmp_path / "out")
 
 
+# A cell that raises stops the build there (nb_execution_raise_on_error), so it gets a
+# book of its own; every other fault is one page of a single book, built once.
+RAISING_CELL = """\
+    # Page
+    ```{code-cell} ipython3
+    raise RuntimeError("deliberate failure")
+    ```
+    """
+
 BREAKAGES = {
-    "a cell that raises": (
-        """\
-        # Page
-        ```{code-cell} ipython3
-        raise RuntimeError("deliberate failure")
-        ```
-        """,
-        "deliberate failure",
-    ),
     "a warning printed by a cell": (
         """\
         # Page
         ```{code-cell} ipython3
         import warnings
         warnings.warn("deliberate warning")
+        ```
+        """,
+        "stderr was found in the cell outputs",
+    ),
+    "a figure that breaks a figure rule": (
+        # inferlab.pages.figure_rules warns when a watched figure is drawn; the warning is
+        # the cell's only stderr, and the build fails on it.
+        """\
+        # Page
+        ```{code-cell} ipython3
+        from inferlab.pages.plotting import figure, label_kind
+        fig, ax = figure()
+        ax.bar(["a", "b"], [1.05, 1.17])
+        ax.set_ylim(0.9, 1.2)
+        label_kind(ax, "modelled")
         ```
         """,
         "stderr was found in the cell outputs",
@@ -106,30 +122,44 @@ BREAKAGES = {
 }
 
 
+def _page_name(fault: str) -> str:
+    return "fault_" + "_".join(fault.split())
+
+
+@pytest.fixture(scope="module")
+def broken_book(tmp_path_factory):
+    """One strict build of a book whose every page but the first holds one fault."""
+    tmp = tmp_path_factory.mktemp("broken")
+    source = write_one_page_book(tmp / "src", MYST_HEADER + "# A sound page\n", page="index")
+    for fault, (body, _) in BREAKAGES.items():
+        (source / "book" / f"{_page_name(fault)}.md").write_text(
+            MYST_HEADER + textwrap.dedent(body))
+    (source / "_toc.yml").write_text("format: jb-book\nroot: book/index\nchapters:\n" + "".join(
+        f"  - file: book/{_page_name(fault)}\n" for fault in BREAKAGES))
+    return build_book(source, tmp / "out")
+
+
+def test_strict_build_fails_on_a_cell_that_raises(tmp_path):
+    build = _one_page_book(tmp_path, RAISING_CELL)
+    assert build.returncode != 0, "the build passed despite a cell that raises"
+    assert "deliberate failure" in build.log, build.log[-3000:]
+
+
 @pytest.mark.parametrize("fault", BREAKAGES)
-def test_strict_build_fails_on(fault, tmp_path):
-    body, evidence = BREAKAGES[fault]
-    build = _one_page_book(tmp_path, body)
-    assert build.returncode != 0, f"the build passed despite {fault}"
-    assert evidence in build.log, build.log[-3000:]
+def test_strict_build_fails_on(fault, broken_book):
+    # -W makes every warning an error, so a warning or error reported against the fault's
+    # own page is enough to fail a build that held only that page.
+    _, evidence = BREAKAGES[fault]
+    assert broken_book.returncode != 0, f"the build passed despite {fault}"
+    page = f"/book/{_page_name(fault)}.md:"
+    reported = [line for line in broken_book.log.splitlines()
+                if page in line and ("WARNING" in line or "ERROR" in line)]
+    assert any(evidence in line for line in reported), broken_book.log[-3000:]
 
 
-def test_strict_build_fails_on_a_figure_that_breaks_a_figure_rule(tmp_path):
-    # inferlab.pages.figure_rules warns when a watched figure is drawn; the warning is the
-    # cell's only stderr, and the build fails on it.
-    build = _one_page_book(tmp_path, """\
-        # Page
-        ```{code-cell} ipython3
-        from inferlab.pages.plotting import figure, label_kind
-        fig, ax = figure()
-        ax.bar(["a", "b"], [1.05, 1.17])
-        ax.set_ylim(0.9, 1.2)
-        label_kind(ax, "modelled")
-        ```
-        """)
-    assert build.returncode != 0, "the build passed despite a bar axis starting at 0.9"
-    assert "stderr was found in the cell outputs" in build.log, build.log[-3000:]
-    executed = build.html.parent / "jupyter_execute" / "book" / "page.ipynb"
+def test_the_figure_rule_is_what_the_cell_wrote_to_stderr(broken_book):
+    page = _page_name("a figure that breaks a figure rule")
+    executed = broken_book.html.parent / "jupyter_execute" / "book" / f"{page}.ipynb"
     stderr = ["".join(output["text"]) for cell in json.loads(executed.read_text())["cells"]
               for output in cell.get("outputs", []) if output.get("name") == "stderr"]
     assert any("FigureRuleWarning" in text and "above zero" in text for text in stderr), stderr

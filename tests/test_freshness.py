@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 from conftest import ROOT
 
+from inferlab.common import memo
 from inferlab.lab.machine import BANDWIDTH_CACHE_ENV, measured_bandwidth, probe_bandwidth
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
@@ -18,22 +19,35 @@ def _app(tmp_path):
     cache = tmp_path / "_build" / ".jupyter_cache"
     env = SimpleNamespace(mystnb_config=SimpleNamespace(execution_cache_path=str(cache)),
                           found_docs={"book/intro", "book/glossary"})
-    return SimpleNamespace(env=env), cache
+    return SimpleNamespace(env=env, srcdir=str(tmp_path)), cache
 
 
 def test_fingerprint_changes_with_any_byte_of_a_watched_file(tmp_path):
     (tmp_path / "data").mkdir()
     table = tmp_path / "data" / "t.csv"
     table.write_text("a,b\n1,2\n")
-    before = freshness.fingerprint([tmp_path / "data"])
-    assert freshness.fingerprint([tmp_path / "data"]) == before
+    before = memo.fingerprint.__wrapped__(skip=(), roots=(tmp_path / "data",))
+    assert memo.fingerprint.__wrapped__(skip=(), roots=(tmp_path / "data",)) == before
     table.write_text("a,b\n1,3\n")
-    assert freshness.fingerprint([tmp_path / "data"]) != before
+    assert memo.fingerprint.__wrapped__(skip=(), roots=(tmp_path / "data",)) != before
+
+
+def test_the_pages_predictions_are_remembered_beside_the_sources_unless_told_otherwise(
+        tmp_path, monkeypatch):
+    monkeypatch.delenv(BANDWIDTH_CACHE_ENV, raising=False)
+    monkeypatch.delenv(memo.FOLDER_ENV, raising=False)
+    app, _ = _app(tmp_path)
+    freshness._refresh_cache(app)
+    assert os.environ[memo.FOLDER_ENV] == str(tmp_path / "book" / "_computed")
+    monkeypatch.setenv(memo.FOLDER_ENV, str(tmp_path / "elsewhere"))
+    freshness._refresh_cache(app)
+    assert os.environ[memo.FOLDER_ENV] == str(tmp_path / "elsewhere")
 
 
 def test_cache_is_emptied_and_every_page_reread_only_when_the_fingerprint_changes(
         tmp_path, monkeypatch):
-    monkeypatch.delenv(BANDWIDTH_CACHE_ENV, raising=False)  # _refresh_cache sets it
+    monkeypatch.delenv(BANDWIDTH_CACHE_ENV, raising=False)  # _refresh_cache sets these
+    monkeypatch.delenv(memo.FOLDER_ENV, raising=False)
     app, cache = _app(tmp_path)
     monkeypatch.setattr(freshness, "fingerprint", lambda: "first")
     freshness._refresh_cache(app)  # no stamp yet: stale
@@ -58,6 +72,7 @@ def test_the_build_measures_bandwidth_once_and_again_only_with_a_fresh_cache(
         tmp_path, monkeypatch):
     """Every chapter of a build reads one bandwidth; emptying the cache drops it too."""
     monkeypatch.delenv(BANDWIDTH_CACHE_ENV, raising=False)
+    monkeypatch.delenv(memo.FOLDER_ENV, raising=False)
     app, cache = _app(tmp_path)
     monkeypatch.setattr(freshness, "fingerprint", lambda: "first")
     freshness._refresh_cache(app)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
-from conftest import ROOT
+from conftest import ROOT, background_decks
 
 sys.path.insert(0, str(ROOT / "slides" / "_ext"))
 import lecture  # noqa: E402
@@ -94,6 +94,11 @@ class Decks:
 @pytest.fixture(scope="module")
 def decks(built_book, tmp_path_factory) -> Decks:
     assert built_book.returncode == 0, built_book.log[-3000:]
+    built = background_decks()
+    if built is not None:  # started by conftest as soon as the book was built
+        returncode, log, folder, seconds = built
+        assert returncode == 0, log[-3000:]
+        return Decks(folder, seconds)
     out = tmp_path_factory.mktemp("slides")
     cache = built_book.html.parent / ".jupyter_cache"
     start = time.perf_counter()

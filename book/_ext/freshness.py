@@ -11,34 +11,32 @@ extension points :func:`inferlab.lab.machine.measured_bandwidth` (through
 ``$INFERLAB_BANDWIDTH_CACHE``, inherited by the notebook kernels) at a folder
 beside the cache and empties it with the cache, so cached and re-executed
 chapters quote one figure and a fresh build measures afresh.
+
+The predictions the pages make (minutes of simulation, the same every build) are
+remembered in ``book/_computed/`` (:mod:`inferlab.common.memo`, through
+``$INFERLAB_RESULTS``), under keys that change with any edit of the model's code or
+tables: a build in a fresh folder still takes them from there.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from pathlib import Path
 
-import inferlab
-from inferlab.common.data import DATA_DIR
+from inferlab.common import memo
 from inferlab.lab.machine import BANDWIDTH_CACHE_ENV
 
 STAMP = "inferlab-and-data.sha256"
 #: The folder, beside the notebook cache, that holds the build's bandwidth measurement.
 MACHINE_FOLDER = "inferlab-machine"
-WATCHED = (Path(inferlab.__file__).parent, DATA_DIR)
+#: Where the pages' predictions are remembered (inferlab.common.memo), in the book's sources.
+RESULTS_FOLDER = Path("book") / "_computed"
 
 
-def fingerprint(folders=WATCHED) -> str:
-    """sha256 over the path and bytes of every file in ``folders`` (``inferlab/`` and ``data/``)."""
-    digest = hashlib.sha256()
-    for folder in folders:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(folder.parent)).encode())
-                digest.update(path.read_bytes())
-    return digest.hexdigest()
+def fingerprint() -> str:
+    """sha256 over the path and bytes of every file of ``inferlab/`` and ``data/``."""
+    return memo.fingerprint(skip=())
 
 
 def _refresh_cache(app) -> None:
@@ -53,6 +51,9 @@ def _refresh_cache(app) -> None:
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(current)
     os.environ[BANDWIDTH_CACHE_ENV] = str(machine)
+    # The kernels inherit it; a build started with its own setting (the tests' check
+    # mode, or none) keeps that one.
+    os.environ.setdefault(memo.FOLDER_ENV, str(Path(app.srcdir) / RESULTS_FOLDER))
 
 
 def _outdated(app, env, added, changed, removed):
