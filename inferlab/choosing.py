@@ -512,6 +512,40 @@ def _compile(requirements: Requirements) -> Reason:
                   label=f"compiling takes {cost.fraction_of_month:.1%} of the month")
 
 
+def _fixed_shape_reasons(requirements: Requirements) -> list[Reason]:
+    """Whether the volume keeps a fixed-shape node busy, and how much of its prefill is
+    padding for the prompt lengths asked for (a cost, not a rule)."""
+    capacity = node_daily_tokens(requirements.model, requirements.precision,
+                                 requirements.context_tokens)
+    share = requirements.tokens_per_day / capacity if capacity > 0 else math.inf
+    top = SIM_FIXED_SHAPE.prompt_buckets[-1]
+    prompt = requirements.prompt
+    capped = Lengths(prompt.mean_tokens, prompt.cv, prompt.min_tokens,
+                     min(prompt.max_tokens or top, top))
+    waste = padding_waste(capped, SIM_FIXED_SHAPE.prompt_buckets, n=4000)
+    return [Reason(f"volume fills one node (capacity {capacity:,.3g} tok/day) "
+                   f"to at least {MIN_NODE_UTILISATION:.0%}", share,
+                   "of a node", "choosing.node_daily_tokens",
+                   share >= MIN_NODE_UTILISATION,
+                   label=f"volume fills {share:.0%} of one node"),
+            Reason("prefill tokens computed as padding (a cost, not a rule)",
+                   waste.fraction, "of prefill", "fixed_shapes.padding_waste", True,
+                   label=f"{waste.fraction:.0%} of prefill is padding")]
+
+
+def _beyond_a_gpu(faster: bool, tighter: bool, gpu_attainable: float, gpu_ratio: float,
+                  hold: int) -> Reason:
+    """An LPU or dataflow system is chosen only for a speed or a tail a GPU node cannot give,
+    since it takes ``hold`` chips a copy of the model."""
+    return Reason(f"needs what a GPU node cannot give (speed above "
+                  f"{gpu_attainable:,.0f} tok/s or tail below {gpu_ratio:.2f})",
+                  hold, "chip(s) per copy",
+                  "feasibility.fewest_chips", faster or tighter,
+                  label=f"{hold:,} chips a copy; a GPU node would do"
+                  if not (faster or tighter) else
+                  f"gives what a GPU cannot, {hold:,} chips a copy")
+
+
 def decide(requirements: Requirements | None = None, **values) -> Decision:
     """Which families fit ``requirements`` (or :class:`Requirements` built from ``values``).
 
@@ -573,32 +607,11 @@ def decide(requirements: Requirements | None = None, **values) -> Decision:
         if NEEDS_COMPILE[family]:
             reasons.append(_compile(requirements))
         if family == "fixed-function":
-            capacity = node_daily_tokens(requirements.model, requirements.precision,
-                                         requirements.context_tokens)
-            share = requirements.tokens_per_day / capacity if capacity > 0 else math.inf
-            reasons.append(Reason(f"volume fills one node (capacity {capacity:,.3g} tok/day) "
-                                  f"to at least {MIN_NODE_UTILISATION:.0%}", share,
-                                  "of a node", "choosing.node_daily_tokens",
-                                  share >= MIN_NODE_UTILISATION,
-                                  label=f"volume fills {share:.0%} of one node"))
-            top = SIM_FIXED_SHAPE.prompt_buckets[-1]
-            prompt = requirements.prompt
-            capped = Lengths(prompt.mean_tokens, prompt.cv, prompt.min_tokens,
-                             min(prompt.max_tokens or top, top))
-            waste = padding_waste(capped, SIM_FIXED_SHAPE.prompt_buckets, n=4000)
-            reasons.append(Reason("prefill tokens computed as padding (a cost, not a rule)",
-                                  waste.fraction, "of prefill", "fixed_shapes.padding_waste", True,
-                                  label=f"{waste.fraction:.0%} of prefill is padding"))
+            reasons.extend(_fixed_shape_reasons(requirements))
         if family in ("lpu", "dataflow"):
-            faster = need > gpu_attainable
-            tighter = requirements.tail_ratio_max < gpu_ratio
-            reasons.append(Reason(f"needs what a GPU node cannot give (speed above "
-                                  f"{gpu_attainable:,.0f} tok/s or tail below {gpu_ratio:.2f})",
-                                  hold, "chip(s) per copy",
-                                  "feasibility.fewest_chips", faster or tighter,
-                                  label=f"{hold:,} chips a copy; a GPU node would do"
-                                  if not (faster or tighter) else
-                                  f"gives what a GPU cannot, {hold:,} chips a copy"))
+            reasons.append(_beyond_a_gpu(need > gpu_attainable,
+                                         requirements.tail_ratio_max < gpu_ratio,
+                                         gpu_attainable, gpu_ratio, hold))
         verdicts.append(Verdict(family, floor, tuple(reasons)))
     return Decision(requirements, tuple(verdicts))
 

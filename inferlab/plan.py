@@ -466,9 +466,9 @@ def main(argv=None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     try:
-        from inferlab.predict import _workload_of
+        from inferlab.predict.cli import workload_of
 
-        workload = _workload_of(args)
+        workload = workload_of(args)
         if isinstance(workload, Workload) and args.input_tokens is not None:
             workload = None  # plan builds fixed lengths itself, with the seed
         chips = None if args.chips is None else [c.strip() for c in args.chips.split(",")

@@ -26,10 +26,10 @@ def test_fingerprint_changes_with_any_byte_of_a_watched_file(tmp_path):
     (tmp_path / "data").mkdir()
     table = tmp_path / "data" / "t.csv"
     table.write_text("a,b\n1,2\n")
-    before = memo.fingerprint.__wrapped__(skip=(), roots=(tmp_path / "data",))
-    assert memo.fingerprint.__wrapped__(skip=(), roots=(tmp_path / "data",)) == before
+    before = memo.digest([table], tmp_path)
+    assert memo.digest([table], tmp_path) == before
     table.write_text("a,b\n1,3\n")
-    assert memo.fingerprint.__wrapped__(skip=(), roots=(tmp_path / "data",)) != before
+    assert memo.digest([table], tmp_path) != before
 
 
 def test_the_pages_predictions_are_remembered_beside_the_sources_unless_told_otherwise(

@@ -98,6 +98,7 @@ def test_prune_removes_only_answers_of_other_code(monkeypatch, tmp_path):
     old = {"function": "f", "fingerprint": "0" * 64, "answer": {"v": 1.0}}
     (tmp_path / "old.json").write_text(json.dumps(old))
     (tmp_path / "notes.json").write_text('{"not": "a stored answer"}')
+    assert memo.stale(tmp_path) == [tmp_path / "old.json"]
     assert memo.prune(tmp_path) == 1
     assert sorted(p.name for p in tmp_path.glob("*.json")) == sorted(
         [memo.key("f", {"x": 1.0}) + ".json", "notes.json"])
@@ -115,10 +116,20 @@ def test_the_store_holds_the_answers_of_the_committed_code(built_book):
         pytest.skip("the book was built outside this session's background build")
     missed = misses.read_text().split() if misses.is_file() else []
     store = ROOT / RESULTS_STORE
-    stale = [p.name for p in store.glob("*.json")
-             if json.loads(p.read_text(encoding="utf-8"))["fingerprint"] != memo.fingerprint()]
+    stale = memo.stale(store)
     assert not missed and not stale, (
         f"{len(missed)} of the pages' predictions had no stored answer for this code (the "
         f"build has now stored them in {RESULTS_STORE}/) and {len(stale)} stored answers "
         f"belong to older code. Run `python -m inferlab.common.memo prune {RESULTS_STORE}` "
         "and commit the folder, so that a build from a fresh clone takes them.")
+
+
+def test_a_predictions_key_covers_the_model_and_not_the_pages_the_lab_or_the_command_line():
+    package = ROOT / "inferlab"
+    files = {path.relative_to(package).as_posix()
+             for path in memo.imported_files("inferlab.predict")}
+    # Reached through imports inside functions too (the simulator's engines, the stacks).
+    assert {"predict/__init__.py", "model/steptime.py", "serving/engines.py",
+            "serving/calibration.py", "common/memo.py", "benchmark/workload.py"} <= files
+    assert not {f for f in files if f.startswith(("pages/", "lab/"))
+                or f in ("predict/cli.py", "predict/__main__.py")}

@@ -36,7 +36,7 @@ RESULTS_FOLDER = Path("book") / "_computed"
 
 def fingerprint() -> str:
     """sha256 over the path and bytes of every file of ``inferlab/`` and ``data/``."""
-    return memo.fingerprint(skip=())
+    return memo.fingerprint()
 
 
 def _refresh_cache(app) -> None:

@@ -15,8 +15,11 @@ metrics) need not load it. Used in chapters 'Batching' and 'Benchmark scenarios'
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from types import MappingProxyType
+
+import numpy as np
 
 from inferlab.common import checks
 
@@ -41,6 +44,32 @@ SCENARIOS = ("SingleStream", "Offline", "Server", "Interactive")
 
 #: Scenarios with a latency bound on every query.
 BOUNDED_SCENARIOS = ("Server", "Interactive")
+
+
+def time_per_output_token(first_token_s, last_token_s, output_tokens):
+    """Time per output token after the first, ``(last - first) / (tokens - 1)``: MLPerf's
+    TPOT, vLLM's TPOT and AIPerf's inter-token latency alike (they differ only in which
+    timestamps they take). ``nan`` where a request produced one token (or ``None`` were
+    counted): there is no gap to time. Numbers give a float, checked (a ``ValueError``
+    names a time that is not finite, a last token before the first or a count below
+    1); arrays give an array, unchecked, for the simulator's millions of requests.
+
+    Used by the simulator's results, LoadGen's log, the endpoint lab's metrics and a
+    request's clocks (chapter 'Prefill and decode').
+    """
+    if np.ndim(output_tokens) == 0:
+        first = checks.real("first_token_s", first_token_s)
+        last = checks.real("last_token_s", last_token_s)
+        if last < first:
+            raise ValueError(f"last_token_s: {last!r} is before first_token_s ({first!r})")
+        if output_tokens is None:
+            return math.nan
+        tokens = checks.whole("output_tokens", output_tokens)
+        return math.nan if tokens == 1 else (last - first) / (tokens - 1)
+    tokens = np.asarray(output_tokens)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gaps = (np.asarray(last_token_s, dtype=float) - first_token_s) / (tokens - 1)
+    return np.where(tokens > 1, gaps, np.nan)
 
 
 @dataclass(frozen=True)

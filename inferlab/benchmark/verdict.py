@@ -57,6 +57,7 @@ from inferlab.benchmark.mlperf import (
     TARGET_PERCENTILE,
     LatencyBounds,
     bounds,
+    time_per_output_token,
 )
 from inferlab.common import checks
 
@@ -142,7 +143,7 @@ class QueryLog:
         LoadGen logs it as a runtime error.
         """
         _check_token_counts(self.output_tokens)
-        return (self.finish_s - self.first_token_s) / (self.output_tokens - 1)
+        return time_per_output_token(self.first_token_s, self.finish_s, self.output_tokens)
 
     @property
     def tokens(self) -> int:

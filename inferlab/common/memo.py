@@ -9,14 +9,16 @@ answer in a folder of JSON files, one per call, named by a key made of
 - the function's name and its arguments, every field of every object among them
   (:func:`canonical`; an argument it cannot spell out exactly is refused, never
   guessed), and
-- the *fingerprint* of the inputs: every file of the package outside
-  ``inferlab/pages/`` and every file of the tables (:func:`fingerprint`).
+- the *fingerprint* of its inputs: the source of every module of the package the
+  function's module imports, directly or through others, and every file of the tables
+  (:func:`fingerprint`).
 
-Edit a module or a table and every key changes: nothing stored before is used again.
+Edit one of those modules or a table and every key changes: nothing stored before is used
+again. (An edit of the pages, the lab or the command lines changes no key.)
 
 It is off unless the environment turns it on, so a reader's own call always computes.
 ``INFERLAB_RESULTS`` names the folder (the book's build sets it to ``book/_computed``,
-``book/_ext/results.py``) and ``INFERLAB_RESULTS_MODE`` says how to use it:
+``book/_ext/freshness.py``) and ``INFERLAB_RESULTS_MODE`` says how to use it:
 
 ``use`` (the default)
     return the stored answer if there is one; otherwise compute it and store it.
@@ -33,6 +35,7 @@ Used by :func:`inferlab.predict.predict`.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -53,9 +56,6 @@ MISSES_ENV = "INFERLAB_RESULTS_MISSES"
 MODES = ("use", "check")
 
 _PACKAGE = Path(__file__).resolve().parents[1]
-#: The presentation layer computes nothing a remembered function reads (tests/test_layers.py
-#: keeps every other layer from importing it), so editing a figure keeps the keys.
-_NOT_INPUTS = ("pages",)
 
 
 class ChangedResult(ValueError):
@@ -68,22 +68,77 @@ def _tables_folder() -> Path:
     return Path(DATA_DIR)
 
 
-@cache
-def fingerprint(skip: tuple[str, ...] = _NOT_INPUTS, roots: tuple[Path, ...] | None = None) -> str:
-    """The SHA-256 of every input file: the files of the package but those of its folders
-    in ``skip`` (by default ``pages/``) and every file of the tables (or of ``roots``),
-    each with its path relative to its root. ``book/_ext/freshness.py`` takes it with
-    ``skip=()`` to tell whether the book's cached notebooks are still the code's."""
-    digest = hashlib.sha256()
-    for root in (_PACKAGE, _tables_folder()) if roots is None else roots:
-        for path in sorted(root.rglob("*")):
-            relative = path.relative_to(root)
-            if (not path.is_file() or relative.parts[0] in skip
-                    or "__pycache__" in relative.parts):
+def digest(files, base: Path) -> str:
+    """The SHA-256 of ``files``, each by its path relative to ``base`` and its bytes."""
+    total = hashlib.sha256()
+    for path in sorted(Path(f) for f in files):
+        total.update(f"{path.relative_to(base).as_posix()}\0".encode())
+        total.update(hashlib.sha256(path.read_bytes()).digest())
+    return total.hexdigest()
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of the package's module ``name`` (``inferlab.a.b``), if it is one."""
+    parts = name.split(".")
+    if parts[0] != _PACKAGE.name:
+        return None
+    base = _PACKAGE.joinpath(*parts[1:])
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _run_on_import(tree: ast.Module):
+    """Every node of a module but those under ``if __name__ == "__main__":``, which runs
+    only as a program."""
+    waiting = list(tree.body)
+    while waiting:
+        node = waiting.pop()
+        if isinstance(node, ast.If) and ast.unparse(node.test) in (
+                "__name__ == '__main__'", "'__main__' == __name__"):
+            continue
+        yield node
+        waiting.extend(ast.iter_child_nodes(node))
+
+
+def imported_files(module: str) -> set[Path]:
+    """The source files of ``module`` and of every module of the package it imports, at its
+    top or inside a function, and those import in turn, with the packages' ``__init__``
+    (what runs only as a program is left out)."""
+    found: set[Path] = set()
+    waiting = [module]
+    while waiting:
+        name = waiting.pop()
+        parts = name.split(".")
+        for depth in range(1, len(parts) + 1):  # a module's packages run first
+            path = _module_file(".".join(parts[:depth]))
+            if path is None or path in found:
                 continue
-            digest.update(f"{root.name}/{relative.as_posix()}\0".encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+            found.add(path)
+            for node in _run_on_import(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    waiting.extend(alias.name for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    waiting.append(node.module)
+                    # "from a.b import c" imports the module a.b.c where there is one.
+                    waiting.extend(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+@cache
+def fingerprint(module: str | None = None) -> str:
+    """The digest of every input of a computation in ``module``: the files of the
+    package it imports (:func:`imported_files`) and every file of the tables. Without a
+    module, every file of the package: ``book/_ext/freshness.py`` takes that to tell
+    whether the book's cached notebooks are still the code's."""
+    if module is None:
+        code = [p for p in _PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    else:
+        code = imported_files(module)
+    tables = _tables_folder()
+    return digest(code, _PACKAGE.parent) + digest(
+        [p for p in tables.rglob("*") if p.is_file()], tables.parent)
 
 
 def canonical(value):
@@ -123,10 +178,18 @@ def canonical(value):
                     "so no key can stand for it")
 
 
+def _module_of(name: str) -> str | None:
+    """The module a remembered function's name (``inferlab.predict.predict``) lives in;
+    ``None`` for a name outside the package, whose inputs are the whole package."""
+    module = name.rpartition(".")[0]
+    return module if _module_file(module) is not None else None
+
+
 def key(name: str, arguments: dict) -> str:
     """The file name a call's answer is stored under: the digest of the fingerprint, the
     function's name and its canonical arguments."""
-    text = json.dumps([fingerprint(), name, canonical(arguments)], sort_keys=True)
+    text = json.dumps([fingerprint(_module_of(name)), name, canonical(arguments)],
+                      sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -183,7 +246,8 @@ def remembered(name: str, compute: Callable[[], object], arguments: dict, *,
                                 f"just computed for the same code, tables and arguments:\n"
                                 f"stored {stored['answer']}\ncomputed {data}")
         return answer
-    _write(path, {"function": name, "fingerprint": fingerprint(), "answer": data})
+    _write(path, {"function": name, "fingerprint": fingerprint(_module_of(name)),
+                  "answer": data})
     misses = os.environ.get(MISSES_ENV)
     if mode == "check" and misses:
         with open(misses, "a", encoding="utf-8") as out:  # one short line: appends atomically
@@ -191,24 +255,32 @@ def remembered(name: str, compute: Callable[[], object], arguments: dict, *,
     return answer
 
 
-def prune(folder) -> int:
-    """Delete the answers stored in ``folder`` under any other fingerprint than today's;
-    return how many. Only files written by :func:`remembered` are read, and only those
-    removed."""
+def stale(folder) -> list[Path]:
+    """The answers stored in ``folder`` under another fingerprint than today's code and
+    tables give their function. Only files written by :func:`remembered` are counted."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ValueError(f"folder: {str(folder)!r} is not a folder of stored answers")
-    current, removed = fingerprint(), 0
+    found = []
     for path in sorted(folder.glob("*.json")):
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(record, dict) and {"function", "fingerprint", "answer"} <= record.keys() \
-                and record["fingerprint"] != current:
-            path.unlink(missing_ok=True)
-            removed += 1
-    return removed
+        if not (isinstance(record, dict) and {"function", "fingerprint", "answer"}
+                <= record.keys() and isinstance(record["function"], str)):
+            continue
+        if record["fingerprint"] != fingerprint(_module_of(record["function"])):
+            found.append(path)
+    return found
+
+
+def prune(folder) -> int:
+    """Delete the :func:`stale` answers stored in ``folder``; return how many."""
+    removed = stale(folder)
+    for path in removed:
+        path.unlink(missing_ok=True)
+    return len(removed)
 
 
 def main(argv: list[str] | None = None) -> int:

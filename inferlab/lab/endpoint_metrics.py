@@ -88,7 +88,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inferlab.benchmark.early_stopping import loadgen_percentile
-from inferlab.benchmark.mlperf import LatencyBounds
+from inferlab.benchmark.mlperf import LatencyBounds, time_per_output_token
 from inferlab.benchmark.traces import RequestTrace
 from inferlab.common import checks
 from inferlab.tokens.tokenizers import get_tokenizer
@@ -177,7 +177,7 @@ def tpot_s(r, tokens: int | None = None) -> float:
 def _tpot(r, n: int | None) -> float:
     if n is None or n < 2:
         return math.nan
-    return (last_choice_s(r) - first_choice_s(r)) / (n - 1)
+    return time_per_output_token(first_choice_s(r), last_choice_s(r), n)
 
 
 def llama2_counter(count_bos: bool = True) -> Callable[[str], int]:
@@ -339,10 +339,7 @@ def vllm_summary(requests: Sequence, duration_s: float, *,
 
 def mlperf_tpot_s(r) -> float:
     """MLPerf's TPOT of one request: first to last content chunk over ``tokens - 1``; nan if < 2."""
-    n = r.completion_tokens
-    if n is None or n < 2:
-        return math.nan
-    return (last_content_s(r) - first_content_s(r)) / (n - 1)
+    return time_per_output_token(first_content_s(r), last_content_s(r), r.completion_tokens)
 
 
 def mlperf_summary(requests: Sequence, duration_s: float,
@@ -406,7 +403,7 @@ def aiperf_summary(requests: Sequence, duration_s: float | None = None,
         total += n or 0
         if n is None or n < 2:
             continue
-        value = (last_content_s(r) - first_content_s(r)) / (n - 1)
+        value = time_per_output_token(first_content_s(r), last_content_s(r), n)
         itl.append(value)
         per_user.append(1.0 / value if value > 0 else math.nan)
     chunk = [gap for r in requests for gap in content_gaps_s(r)]

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inferlab.benchmark.mlperf import time_per_output_token
 from inferlab.common import checks
 
 CHAPTER = "01_prefill_decode"
@@ -78,7 +79,7 @@ def clocks(output_tokens: int, ttft_s: float, e2e_s: float) -> Clocks:
         output_tokens=n,
         ttft_s=ttft,
         e2e_s=e2e,
-        tpot_s=(e2e - ttft) / (n - 1) if n > 1 else math.nan,
+        tpot_s=time_per_output_token(ttft, e2e, n),
         llmperf_inter_token_latency_s=e2e / n,
         rate_with_ttft_tok_per_s=n / e2e,
         decode_only_tok_per_s=n / (e2e - ttft),

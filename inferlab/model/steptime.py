@@ -501,25 +501,9 @@ def replica(
     else:
         peak = checks.positive("peak_flop_per_s_per_chip", peak_flop_per_s_per_chip)
         attention_peak = peak
-    per_token = lay.kv_bytes_per_token_per_chip * lay.chips
-    if spec.sliding_layers:
-        typical = (spec.context_length_tokens if context_tokens is None
-                   else checks.real("context_tokens", context_tokens, low=1.0,
-                                    high=spec.context_length_tokens))
-        per_token *= (kv_bytes_for_context(spec, typical, lay.kv_precision)
-                      / (typical * kv_bytes_per_token(spec, lay.kv_precision)))
+    per_token = _cache_bytes_per_token(lay, context_tokens)
     tp, pp = lay.tp, lay.pp
-    in_domain = hw.domain_chips and tp * pp <= hw.domain_chips
-    stage_link = (math.inf if pp == 1 else
-                  hw.link_bytes_per_s if in_domain and math.isfinite(hw.link_bytes_per_s)
-                  else hw.scaleout_bytes_per_s)
-    if math.isnan(stage_link):
-        # Each stage hands every token's activation to the next; without the link's rate
-        # that hand-off, and so the step, has no time to model (a closed-form SRAM
-        # pipeline needs none, so the feasibility layer itself allows the layout).
-        raise Infeasible("domain", (
-            f"pp: {pp} stages hand activations between chips, and data/hardware.csv records "
-            f"no link or scale-out rate for {hw.name}; give pp=1"))
+    stage_link = _stage_link_bytes_per_s(hw, tp, pp)
     return Replica(
         name=(f"{spec.name} on {tp * pp} x {hw.name} ({precision}"
               + (f", tp={tp}, pp={pp}" if pp > 1 else "") + (f", ep={ep}" if ep > 1 else "")
@@ -544,6 +528,39 @@ def replica(
         attention_dp=checks.instance("attention_dp", attention_dp, bool),
         attention_peak_flop_per_s=tp * attention_peak,
     )
+
+
+def _cache_bytes_per_token(lay: Layout, context_tokens: float | None) -> float:
+    """Bytes of cache a step reads per token of context, over the layout's chips: for a
+    model with sliding-window layers, its rate at a typical context of ``context_tokens``
+    (default: the model's whole context), since those layers read only their window."""
+    spec = lay.model
+    per_token = lay.kv_bytes_per_token_per_chip * lay.chips
+    if not spec.sliding_layers:
+        return per_token
+    typical = (spec.context_length_tokens if context_tokens is None
+               else checks.real("context_tokens", context_tokens, low=1.0,
+                                high=spec.context_length_tokens))
+    return per_token * (kv_bytes_for_context(spec, typical, lay.kv_precision)
+                        / (typical * kv_bytes_per_token(spec, lay.kv_precision)))
+
+
+def _stage_link_bytes_per_s(hw: specs.Chip, tp: int, pp: int) -> float:
+    """The rate at which one pipeline stage hands activations to the next: the scale-up
+    link inside one domain, the scale-out network beyond it (no hand-off for one stage)."""
+    if pp == 1:
+        return math.inf
+    in_domain = hw.domain_chips and tp * pp <= hw.domain_chips
+    link = (hw.link_bytes_per_s if in_domain and math.isfinite(hw.link_bytes_per_s)
+            else hw.scaleout_bytes_per_s)
+    if math.isnan(link):
+        # Each stage hands every token's activation to the next; without the link's rate
+        # that hand-off, and so the step, has no time to model (a closed-form SRAM
+        # pipeline needs none, so the feasibility layer itself allows the layout).
+        raise Infeasible("domain", (
+            f"pp: {pp} stages hand activations between chips, and data/hardware.csv records "
+            f"no link or scale-out rate for {hw.name}; give pp=1"))
+    return link
 
 
 def _attention_peak(chip: specs.Chip, kv_precision: str, weights_peak: float) -> float:

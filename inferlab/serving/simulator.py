@@ -67,7 +67,11 @@ from functools import cache, cached_property
 
 import numpy as np
 
-from inferlab.benchmark.mlperf import LLAMA2_70B_MEAN_OUTPUT_TOKENS, LLAMA2_70B_MEAN_PROMPT_TOKENS
+from inferlab.benchmark.mlperf import (
+    LLAMA2_70B_MEAN_OUTPUT_TOKENS,
+    LLAMA2_70B_MEAN_PROMPT_TOKENS,
+    time_per_output_token,
+)
 from inferlab.benchmark.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
 from inferlab.benchmark.traffic import Lengths, Requests
 from inferlab.common import checks
@@ -145,9 +149,7 @@ class SimResult:
     def tpot_s(self) -> np.ndarray:
         """Time per output token after the first — ``(finish - first) / (outputs - 1)``;
         ``nan`` for one-token outputs."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            gaps = (self.finish_s - self.first_token_s) / (self.output_tokens - 1)
-        return np.where(self.output_tokens > 1, gaps, np.nan)
+        return time_per_output_token(self.first_token_s, self.finish_s, self.output_tokens)
 
     def percentile(self, metric: str, q) -> float | np.ndarray:
         """The ``q``-th percentile (0-100, number or array) of ``"ttft"``, ``"tpot"`` or ``"e2e"``.
