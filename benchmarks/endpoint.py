@@ -28,7 +28,8 @@ import time
 import numpy as np
 
 from inferlab.lab.endpoint_metrics import tpot_s
-from inferlab.lab.engine import Engine, EngineConfig, greedy
+from inferlab.lab.engine import Engine, greedy
+from inferlab.lab.engine_sizes import EngineConfig
 from inferlab.lab.loadclient import LoadSpec, run_load
 from inferlab.lab.server import LabServer, ServerConfig
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 import argparse
 import statistics
 
-from inferlab.lab.engine import SIZES, Engine, available_memory_bytes, estimate
+from inferlab.lab.engine import Engine
+from inferlab.lab.engine_sizes import SIZES, available_memory_bytes, estimate
 from inferlab.lab.machine import blas_threads, last_level_cache, probe_bandwidth, probe_matmul
 from inferlab.lab.measure import decode_step_times, ttft_by_prompt_length
 

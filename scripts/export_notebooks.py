@@ -13,13 +13,13 @@ built site prints, every citation its author-year text, every ``{numref}`` the f
 number (``SiteText`` in ``book/_ext/notebooks.py``), read from the book's last build
 (``--build``, default ``_build``: the Sphinx environment and the glued outputs myst-nb
 kept); a key the build did not glue stops the export. A setup cell is put first: when
-the notebook runs in a kernel
-that cannot import ``inferlab``, it installs the package with ``%pip`` from the
-repository (``inferlab[notebooks] @ git+<repository>``: the package with the libraries
-the chapters import). The package carries the book's tables, sample texts, traces and
-tokenizer files, so the chapter then runs from any folder, offline. A kernel that
-already has ``inferlab`` (``pip install -r requirements.txt`` in a clone installs it,
-editable) installs nothing.
+the notebook runs in a kernel that cannot import ``inferlab``, it installs the package
+with ``%pip`` from ``--repository`` (``inferlab[notebooks] @ git+<repository>``: the
+package with the libraries the chapters import), or, without one (the default until the
+book is published), stops saying how to install it from a copy of the sources. The
+package carries the book's tables, sample texts, traces and tokenizer files, so the
+chapter then runs from any folder, offline. A kernel that already has ``inferlab``
+(``pip install -r requirements.txt`` in a clone installs it, editable) passes untouched.
 
 The site offers the same notebooks on every chapter page: the Sphinx extension
 ``book/_ext/notebooks.py``, which holds the conversion and the setup cell, writes them
@@ -51,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="keep the glue, citation, numref and term roles as written "
                              "(no build needed)")
     parser.add_argument("--repository", default=REPOSITORY,
-                        help=f"repository the setup cell installs from (default: {REPOSITORY})")
+                        help="a published git URL the setup cell installs from (default: "
+                             "none, and the cell says how to install from a copy)")
     parser.add_argument("--student", action="store_true",
                         help="remove exercise solutions, as the student edition does")
     args = parser.parse_args(argv)

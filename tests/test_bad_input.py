@@ -177,9 +177,9 @@ def _query_log():
 
 
 def _engine_config():
-    from inferlab.lab import engine
-    return engine.EngineConfig(layers=1, model_width=16, heads=2, kv_heads=1, mlp_width=32,
-                               vocab_size=64)
+    from inferlab.lab import engine_sizes
+    return engine_sizes.EngineConfig(layers=1, model_width=16, heads=2, kv_heads=1,
+                                     mlp_width=32, vocab_size=64)
 
 
 def _steady_state():
@@ -260,7 +260,8 @@ GOOD = {
     "measure": lambda x: x, "merges": [(0, 1)], "message_bytes": 1e6,
     "min_duration_s": 1.0, "min_per_user_tok_s": 10.0, "mlp_width": 32,
     "model": "Llama 3.1 8B", "model_width": 16, "n": 4, "name": "NVIDIA H100 SXM",
-    "needs": lambda: importlib.import_module("inferlab.lab.engine").estimate(_engine_config()),
+    "needs": lambda: importlib.import_module("inferlab.lab.engine_sizes").estimate(
+        _engine_config()),
     "numerator": "cl100k_base", "output_cv": 1.0, "output_tokens": 100,
     "overlatency": 1, "own_tok_s": 100.0, "own_tokens": 100, "params": 8e9,
     "params_active": 8e9, "params_b": 8.0, "peak_flop_per_s": 1e15,

@@ -5,20 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab.lab.engine import (
+from inferlab.lab.engine import Engine, rms_norm, rope, rotary_angles, silu, softmax
+from inferlab.lab.engine_sizes import (
     DEFAULT_SIZE,
     SIZES,
-    Engine,
     EngineConfig,
     check_fits,
     decode_bytes,
     estimate,
     prefill_flop,
-    rms_norm,
-    rope,
-    rotary_angles,
-    silu,
-    softmax,
 )
 
 # Float32 sums in a different order (one token at a time, or BLAS GEMV

@@ -1,9 +1,12 @@
-"""The introduction's setup command clones the repository the book's configuration names.
+"""The introduction's setup commands start where the book's configuration says its sources are.
 
-The command is written by a cell of the introduction from ``_config.yml``'s
+The commands are written by a cell of the introduction from ``_config.yml``'s
 ``sphinx.config.inferlab_repository`` (the repository the downloaded notebooks install
-from), so it cannot drift from it. The quick test runs that cell as the build does,
-from ``book/``; the build test reads the page the reader gets.
+from), so they cannot drift from it: a clone command when it names a repository, and
+none (the commands start in a copy of the sources) while it is empty, as it is until the
+book is published, so that no page names a repository that does not exist. The quick
+tests run that cell as the build does, from ``book/``, on the real configuration and on
+a published one; the build test reads the page the reader gets.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import ast
 import html
 import os
 import re
+import shutil
 
 import jupytext
 import pytest
@@ -19,6 +23,8 @@ import yaml
 from conftest import ROOT
 
 INTRO = ROOT / "book" / "intro.md"
+COMMANDS = ["python -m venv .venv && source .venv/bin/activate",
+            "pip install -r requirements.txt -c constraints.txt", "jupyter lab book/"]
 
 
 def configured_repository() -> str:
@@ -30,8 +36,8 @@ def clone_lines(text: str) -> list[str]:
     return re.findall(r"git clone \S+ && cd \S+", text)
 
 
-def run_clone_cell() -> str:
-    """The Markdown the introduction's clone cell displays, run from ``book/``."""
+def run_clone_cell(root=ROOT) -> str:
+    """The Markdown the introduction's clone cell displays, run from ``root/book/``."""
     notebook = jupytext.read(INTRO)
     cells = [cell for cell in notebook.cells
              if cell.cell_type == "code" and "inferlab_repository" in cell.source]
@@ -42,7 +48,7 @@ def run_clone_cell() -> str:
     exec("import yaml\nfrom pathlib import Path\n"  # the intro's first cell imports these
          "from IPython.display import Markdown", namespace)
     here = os.getcwd()
-    os.chdir(INTRO.parent)
+    os.chdir(root / "book")
     try:
         exec(compile(ast.Module(statements, []), str(INTRO), "exec"), namespace)
         shown = eval(compile(ast.Expression(last.value), str(INTRO), "eval"), namespace)
@@ -51,18 +57,29 @@ def run_clone_cell() -> str:
     return shown.data
 
 
-def test_the_clone_command_names_the_configured_repository():
-    repository = configured_repository()
-    assert repository.startswith("https://")
-    lines = clone_lines(run_clone_cell())
-    assert lines == [f"git clone {repository} && cd {repository.rsplit('/', 1)[-1]}"]
+def test_an_unpublished_book_names_no_repository_and_starts_in_a_copy():
+    assert configured_repository() == ""
+    shown = run_clone_cell()
+    assert clone_lines(shown) == [] and "github.com" not in shown
+    assert "cd /path/to/the/book" in shown
+    assert all(command in shown for command in COMMANDS)
     assert "<this repository>" not in INTRO.read_text(encoding="utf-8")
 
 
+def test_a_published_repository_is_cloned_first(tmp_path):
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    config["sphinx"]["config"]["inferlab_repository"] = "https://example.org/me/my-book"
+    (tmp_path / "_config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    (tmp_path / "book").mkdir()
+    shutil.copy(INTRO, tmp_path / "book" / "intro.md")
+    shown = run_clone_cell(tmp_path)
+    assert clone_lines(shown) == ["git clone https://example.org/me/my-book && cd my-book"]
+    assert all(command in shown for command in COMMANDS)
+
+
 @pytest.mark.build
-def test_the_published_introduction_shows_that_command(built_book):
+def test_the_published_introduction_shows_those_commands(built_book):
     page = (built_book.html / "book" / "intro.html").read_text(encoding="utf-8")
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
-    repository = configured_repository()
-    assert clone_lines(text) == [
-        f"git clone {repository} && cd {repository.rsplit('/', 1)[-1]}"]
+    assert clone_lines(text) == [] and "cd /path/to/the/book" in text
+    assert all(command in text for command in COMMANDS)

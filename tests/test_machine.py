@@ -9,7 +9,7 @@ import pytest
 from conftest import glued
 
 from inferlab.lab import machine
-from inferlab.lab.engine import available_memory_bytes
+from inferlab.lab.engine_sizes import available_memory_bytes
 from inferlab.lab.machine import (
     BANDWIDTH_CACHE_ENV,
     FLOOR_PROBE_REPEATS,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from inferlab.lab.engine import SIZES, Engine, decode_bytes, prefill_flop
+from inferlab.lab.engine import Engine
+from inferlab.lab.engine_sizes import SIZES, decode_bytes, prefill_flop
 from inferlab.lab.measure import decode_step_times, spread, time_repeats, ttft_by_prompt_length
 
 

@@ -1,9 +1,11 @@
 """Runnable notebooks: each chapter as an .ipynb that runs when downloaded on its own.
 
 - The setup cell, in a Python that cannot import ``inferlab`` (``python -I -S``, with a
-  stand-in for IPython's ``%pip``), installs the package from the repository with the
-  notebooks extra and then imports it; in a kernel that has ``inferlab`` it installs
-  nothing. The note above it shows the same ``pip install`` command.
+  stand-in for IPython's ``%pip``), installs the package from a published repository
+  with the notebooks extra and then imports it; with none published (the book's own
+  configuration today) it stops, saying how to install from a copy of the sources, and
+  names no repository. In a kernel that has ``inferlab`` it does nothing. The note above
+  it shows the same ``pip install`` command.
 - An exported chapter starts with those cells, and ``--repository`` changes where the
   cell installs from (``--raw``: its roles as written, as jupytext converts them).
 - Its markdown reads as the site prints it: each glue role the value myst-nb formats,
@@ -46,8 +48,11 @@ export_notebooks = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(export_notebooks)
 
 CHAPTER = ROOT / "book" / "04_tokenizers.md"
+#: A published repository, as a fork would configure it.
+FORK = "https://example.org/someone/tokens-per-second"
 SETUP = notebooks.setup_cells()[1].source
-REQUIREMENT = notebooks.REQUIREMENT.format(repository=notebooks.REPOSITORY)
+FORK_SETUP = notebooks.setup_cells(FORK)[1].source
+REQUIREMENT = notebooks.REQUIREMENT.format(repository=FORK)
 
 
 def _as_python(cell: str) -> str:
@@ -80,7 +85,7 @@ def test_setup_cell_installs_inferlab_when_the_kernel_lacks_it(tmp_path):
     # install lives); the cell needs only the standard library.
     site = tmp_path / "site"
     site.mkdir()
-    code = FAKE_IPYTHON + _as_python(SETUP) + "\nprint('imported:', inferlab.__file__)\n"
+    code = FAKE_IPYTHON + _as_python(FORK_SETUP) + "\nprint('imported:', inferlab.__file__)\n"
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(site)], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -90,28 +95,44 @@ def test_setup_cell_installs_inferlab_when_the_kernel_lacks_it(tmp_path):
     ]
 
 
-def test_setup_cell_leaves_an_installed_inferlab_alone():
+def test_without_a_published_repository_the_setup_cell_stops_saying_how_to_install(tmp_path):
+    assert yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"][
+        "inferlab_repository"] == notebooks.REPOSITORY == ""
+    site = tmp_path / "site"
+    site.mkdir()
+    code = FAKE_IPYTHON + _as_python(SETUP) + "\nprint('imported')\n"
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(site)], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "magic:" not in done.stdout and "imported" not in done.stdout
+    assert "ModuleNotFoundError: inferlab is not installed in this kernel" in done.stderr
+    assert "pip install '/path/to/the/book[notebooks]'" in done.stderr
+    note = notebooks.setup_cells()[0].source
+    assert 'pip install "/path/to/the/book[notebooks]"' in note
+    assert "git+" not in note + SETUP and "github.com" not in note + SETUP
+
+
+@pytest.mark.parametrize("cell", [SETUP, FORK_SETUP], ids=["unpublished", "published"])
+def test_setup_cell_leaves_an_installed_inferlab_alone(cell):
     calls: list = []
     shell = types.SimpleNamespace(run_line_magic=lambda *args: calls.append(args))
     namespace = {"get_ipython": lambda: shell}
-    exec(compile(_as_python(SETUP), "<setup cell>", "exec"), namespace)
+    exec(compile(_as_python(cell), "<setup cell>", "exec"), namespace)
     assert calls == []
     assert namespace["inferlab"] is inferlab
 
 
 def test_setup_note_shows_the_install_command():
-    note = notebooks.setup_cells()[0].source
+    note = notebooks.setup_cells(FORK)[0].source
     assert f'pip install "{REQUIREMENT}"' in note
+    assert "pip install -r requirements.txt" in notebooks.setup_cells()[0].source
     assert "pip install -r requirements.txt" in note
 
 
 def test_export_installs_from_the_repository_it_is_given(tmp_path):
-    fork = "https://example.org/someone/tokens-per-second"
     assert export_notebooks.main([str(CHAPTER), "--out", str(tmp_path), "--repository",
-                                  fork, "--raw"]) == 0
+                                  FORK, "--raw"]) == 0
     nb = nbformat.read(tmp_path / f"{CHAPTER.stem}.ipynb", as_version=4)
-    assert f'%pip install --quiet "inferlab[notebooks] @ git+{fork}"' in nb.cells[1].source
-    assert notebooks.REPOSITORY not in nb.cells[0].source + nb.cells[1].source
+    assert f'%pip install --quiet "inferlab[notebooks] @ git+{FORK}"' in nb.cells[1].source
 
 
 def test_exported_notebook_starts_with_the_setup_cells_and_has_no_outputs(tmp_path):

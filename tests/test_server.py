@@ -10,7 +10,8 @@ import httpx
 import numpy as np
 import pytest
 
-from inferlab.lab.engine import Engine, EngineConfig
+from inferlab.lab.engine import Engine
+from inferlab.lab.engine_sizes import EngineConfig
 from inferlab.lab.loadclient import LoadSpec, run_load
 from inferlab.lab.server import LabServer, ServerConfig
 from inferlab.tokens.tokenizers import get_tokenizer

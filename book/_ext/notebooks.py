@@ -5,10 +5,12 @@ with two digits) as ``notebooks/<chapter>.ipynb`` in the site, adds it as ".ipyn
 the page's download button, and puts a link to it under the chapter's title.
 
 The notebook is jupytext's conversion of the chapter (no outputs) with a setup cell
-first that installs ``inferlab`` with ``%pip`` from the repository when the kernel
-cannot import it (the package carries its data, so nothing else is needed), and
-otherwise does nothing. In the student edition (``inferlab_edition = "student"``, see
-``editions.py``) solutions are removed from the notebooks too.
+first. Where the book's repository is published (``inferlab_repository``), the cell
+installs ``inferlab`` with ``%pip`` from it when the kernel cannot import it (the package
+carries its data, so nothing else is needed); until then it stops with how to install it
+from a copy of the sources. A kernel that has ``inferlab`` passes it untouched. In the
+student edition (``inferlab_edition = "student"``, see ``editions.py``) solutions are
+removed from the notebooks too.
 ``scripts/export_notebooks.py`` writes the same notebooks from the command line.
 
 JupyterLab cannot resolve a markdown cell's glue, citation and cross-reference roles
@@ -21,7 +23,8 @@ the site prints, written by sphinxcontrib-bibtex's ``format_references`` in the 
 referencing style (``citations.py``); each ``{numref}`` the figure's number, as Sphinx
 numbers it; each ``{term}`` and ``{func}`` its text.
 
-Config values: ``inferlab_repository``, the repository the setup cell installs from.
+Config values: ``inferlab_repository``, the published repository the setup cell installs
+from (empty: none yet).
 """
 
 from __future__ import annotations
@@ -35,11 +38,14 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-#: Where the book's sources live; the setup cell installs the package from there.
-REPOSITORY = "https://github.com/inferlab/tokens-per-second"
+#: Where the book's sources are published, as a git URL the setup cell can install from
+#: (``_config.yml``: ``inferlab_repository``). Empty until whoever publishes the book sets
+#: it: the setup cell then says how to install from a copy of the sources instead of
+#: naming a repository that does not exist.
+REPOSITORY = ""
 
-#: What the setup cell installs: the package with everything a chapter imports, from the
-#: repository (the package carries the book's tables and tokenizer files).
+#: What the setup cell installs from a published repository: the package with everything
+#: a chapter imports (the package carries the book's tables and tokenizer files).
 REQUIREMENT = "inferlab[notebooks] @ git+{repository}"
 
 SETUP_MARKDOWN = """\
@@ -67,6 +73,37 @@ if importlib.util.find_spec("inferlab") is None:
 import inferlab
 """
 
+# Without a published repository there is nothing to install from over the network: the
+# note says how to install from a copy of the sources, and the cell stops with the same
+# words, so that no later cell fails half-way on a missing import.
+LOCAL_MARKDOWN = """\
+**Setup.** This notebook is one chapter of *Tokens per Second Is Not a Property of a
+Chip*. It needs the book's helper package `inferlab`, which carries the book's data and
+tokenizer files. Install it into this kernel's environment from a copy of the book's
+sources (a clone, or an unpacked archive of one), with the libraries the chapters use:
+
+```bash
+pip install "/path/to/the/book[notebooks]"
+```
+
+or build a wheel there once (`pip wheel --no-deps . -w dist`) and install
+`dist/inferlab-*.whl` on any machine. In the copy itself,
+`pip install -r requirements.txt` installs it too (editable). The next cell checks
+that it is there.
+"""
+
+LOCAL_CODE = """\
+# Setup: the book's helper package `inferlab` must be installed in this kernel (see above).
+import importlib.util
+
+if importlib.util.find_spec("inferlab") is None:
+    raise ModuleNotFoundError(
+        "inferlab is not installed in this kernel: run pip install "
+        "'/path/to/the/book[notebooks]' from a copy of the book's sources (or install a "
+        "wheel built there), then restart the kernel")
+import inferlab
+"""
+
 
 # Added to the setup note of a notebook whose roles were filled in from the site.
 FILLED_MARKDOWN = """
@@ -76,14 +113,19 @@ running the cells computes your own (cells that time this machine will differ).
 
 
 def setup_cells(repository: str = REPOSITORY, filled: bool = False) -> list:
-    """The markdown note and the code cell that open every exported notebook; ``filled``
-    says the text's numbers are the site's."""
-    requirement = REQUIREMENT.format(repository=repository)
-    note = SETUP_MARKDOWN.format(requirement=requirement) + (FILLED_MARKDOWN if filled else "")
+    """The markdown note and the code cell that open every exported notebook: an install
+    from ``repository`` where one is given, else the way to install from a copy of the
+    sources; ``filled`` says the text's numbers are the site's."""
+    if repository:
+        requirement = REQUIREMENT.format(repository=repository)
+        note = SETUP_MARKDOWN.format(requirement=requirement)
+        code = SETUP_CODE.format(requirement=requirement)
+    else:
+        note, code = LOCAL_MARKDOWN, LOCAL_CODE
     return [
-        nbformat.v4.new_markdown_cell(note, metadata={"tags": ["setup"]}),
-        nbformat.v4.new_code_cell(SETUP_CODE.format(requirement=requirement),
-                                  metadata={"tags": ["setup"]}),
+        nbformat.v4.new_markdown_cell(note + (FILLED_MARKDOWN if filled else ""),
+                                      metadata={"tags": ["setup"]}),
+        nbformat.v4.new_code_cell(code, metadata={"tags": ["setup"]}),
     ]
 
 

@@ -20,13 +20,8 @@ from dataclasses import dataclass
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from inferlab.lab.engine import (
-    DEFAULT_SIZE,
-    Engine,
-    EngineConfig,
-    KVCache,
-    greedy,
-)
+from inferlab.lab.engine import Engine, KVCache, greedy
+from inferlab.lab.engine_sizes import DEFAULT_SIZE, EngineConfig
 from inferlab.lab.openai_api import APIError
 
 # The server's logger: an engine failure is the server's to report.
@@ -37,7 +32,7 @@ _log = logging.getLogger("inferlab.lab.server")
 class ServerConfig:
     """What the server runs and how many requests it holds.
 
-    ``size`` names an engine size (:data:`inferlab.lab.engine.SIZES`), ``seed`` its
+    ``size`` names an engine size (:data:`inferlab.lab.engine_sizes.SIZES`), ``seed`` its
     weights, ``tokenizer`` the book tokenizer that turns prompts into ids and
     ids into text. ``max_running`` bounds the running batch, ``max_waiting``
     the queue behind it (429 beyond both). ``context_tokens`` bounds prompt

@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from inferlab.common import checks
-from inferlab.lab.engine import Engine, decode_bytes, greedy, prefill_flop
+from inferlab.lab.engine import Engine, greedy
+from inferlab.lab.engine_sizes import decode_bytes, prefill_flop
 
 
 def time_repeats(

@@ -121,15 +121,12 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from inferlab.lab.engine import (
-    DEFAULT_SIZE,
-    Engine,
-    EngineConfig,
-)
+from inferlab.lab.engine import Engine
 from inferlab.lab.engine_loop import Detokenizer, ServedSequence
 from inferlab.lab.engine_loop import EngineLoop as EngineLoop
 from inferlab.lab.engine_loop import ServerConfig as ServerConfig
 from inferlab.lab.engine_loop import ServerStats as ServerStats
+from inferlab.lab.engine_sizes import DEFAULT_SIZE, EngineConfig
 from inferlab.lab.openai_api import MAX_JSON_DEPTH as MAX_JSON_DEPTH
 from inferlab.lab.openai_api import RETRY_AFTER_S as RETRY_AFTER_S
 from inferlab.lab.openai_api import SAMPLING_RANGES as SAMPLING_RANGES
