@@ -132,8 +132,11 @@ def broken_book(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("broken")
     source = write_one_page_book(tmp / "src", MYST_HEADER + "# A sound page\n", page="index")
     for fault, (body, _) in BREAKAGES.items():
+        # A cell of its own on every page: pages with the same code share one jupyter-cache
+        # entry, which the build's two workers would then race to write.
+        own = f"```{{code-cell}} ipython3\npage = {_page_name(fault)!r}\n```\n"
         (source / "book" / f"{_page_name(fault)}.md").write_text(
-            MYST_HEADER + textwrap.dedent(body))
+            MYST_HEADER + own + textwrap.dedent(body))
     (source / "_toc.yml").write_text("format: jb-book\nroot: book/index\nchapters:\n" + "".join(
         f"  - file: book/{_page_name(fault)}\n" for fault in BREAKAGES))
     return build_book(source, tmp / "out")

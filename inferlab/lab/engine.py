@@ -173,7 +173,7 @@ def rotary_angles(
     """Cosine and sine of ``position x base^(-2i/head_width)``, ``(tokens, head_width/2)`` each.
 
     Computed once per forward pass and shared by every layer's queries and keys.
-    ``base`` is above 1, as :class:`EngineConfig`'s ``rope_base``.
+    ``base`` is above 1, as :class:`~inferlab.lab.engine_sizes.EngineConfig`'s ``rope_base``.
     """
     positions = checks.reals("positions", positions, low=0.0)
     head_width = checks.whole("head_width", head_width, minimum=2, maximum=checks.MAX_ITEMS)
@@ -249,14 +249,13 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 class Engine:
     """The model: seeded random weights, a forward pass with a KV cache, greedy decoding.
 
-    ``Engine(config, seed)`` first works out the memory the size needs and
-    refuses it with ``ValueError`` if it would not fit (see :func:`check_fits`;
-    ``available`` overrides the free-memory figure, for tests). ``show``
-    (``print`` by default, ``None`` for silence) receives the :class:`Estimate`
-    line before the weights are drawn, with time floors if the measured
-    ``bandwidth_bytes_per_s`` and ``flop_per_s`` are given. The same seed gives
-    the same weights. Chapters "prefill and decode", "bandwidth floor" and
-    "batching".
+    ``Engine(config, seed)`` first works out the memory the size needs and refuses it with
+    ``ValueError`` if it would not fit (see :func:`~inferlab.lab.engine_sizes.check_fits`;
+    ``available`` overrides the free-memory figure, for tests). ``show`` (``print`` by default,
+    ``None`` for silence) receives the :class:`~inferlab.lab.engine_sizes.Estimate` line before
+    the weights are drawn, with time floors if the measured ``bandwidth_bytes_per_s`` and
+    ``flop_per_s`` are given. The same seed gives the same weights. Chapters "prefill and
+    decode", "bandwidth floor" and "batching".
     """
 
     def __init__(

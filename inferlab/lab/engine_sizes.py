@@ -327,7 +327,7 @@ def check_fits(needs: Estimate, available: tuple[int, str] | None = None) -> Non
     ``available`` is ``(bytes, source)`` as :func:`available_memory_bytes`
     returns it (the default). The ``ValueError`` names the size, the estimate,
     the limit and where the free-memory figure came from, so the reader can
-    pick a smaller size or free memory. Called by :class:`Engine` before it
+    pick a smaller size or free memory. Called by :class:`~inferlab.lab.engine.Engine` before it
     allocates anything.
     """
     available_bytes, source = available if available is not None else available_memory_bytes()
