@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -133,3 +135,15 @@ def test_a_predictions_key_covers_the_model_and_not_the_pages_the_lab_or_the_com
             "serving/calibration.py", "common/memo.py", "benchmark/workload.py"} <= files
     assert not {f for f in files if f.startswith(("pages/", "lab/"))
                 or f in ("predict/cli.py", "predict/__main__.py")}
+
+
+def test_the_prune_command_the_readme_gives_runs(tmp_path):
+    old = {"function": "inferlab.predict.predict", "fingerprint": "0" * 64, "answer": {}}
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    done = subprocess.run([sys.executable, "-m", "inferlab.common.memo", "prune", str(tmp_path)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("1 stored answers of older code removed")
+    assert not (tmp_path / "old.json").exists()
+    assert "python -m inferlab.common.memo prune book/_computed" in " ".join(
+        (ROOT / "README.md").read_text(encoding="utf-8").split())
