@@ -87,6 +87,18 @@ def test_check_mode_recomputes_and_refuses_a_stored_answer_the_code_no_longer_gi
         _call(value=2.0000000001)
 
 
+def test_a_stored_file_that_is_no_record_is_computed_again_and_listed(monkeypatch, tmp_path):
+    monkeypatch.setenv(memo.FOLDER_ENV, str(tmp_path))
+    misses = tmp_path / "misses.txt"
+    monkeypatch.setenv(memo.MISSES_ENV, str(misses))
+    monkeypatch.setenv(memo.MODE_ENV, "check")
+    path = tmp_path / f"{memo.key('f', {'x': 1.0})}.json"
+    path.write_text('<<<<<<< HEAD\n{"answer": {"v": 1.0}}\n')  # a merge left unresolved
+    answer, calls = _call(value=2.0)
+    assert answer == 2.0 and calls == [1] and misses.read_text() == f"{path.name}\n"
+    assert json.loads(path.read_text())["answer"] == {"v": 2.0}
+
+
 def test_an_unknown_mode_is_named(monkeypatch, tmp_path):
     monkeypatch.setenv(memo.FOLDER_ENV, str(tmp_path))
     monkeypatch.setenv(memo.MODE_ENV, "sometimes")
@@ -132,9 +144,9 @@ def test_a_predictions_key_covers_the_model_and_not_the_pages_the_lab_or_the_com
              for path in memo.imported_files("inferlab.predict")}
     # Reached through imports inside functions too (the simulator's engines, the stacks).
     assert {"predict/__init__.py", "model/steptime.py", "serving/engines.py",
-            "serving/calibration.py", "common/memo.py", "benchmark/workload.py"} <= files
+            "serving/calibration.py", "common/data.py", "benchmark/workload.py"} <= files
     assert not {f for f in files if f.startswith(("pages/", "lab/"))
-                or f in ("predict/cli.py", "predict/__main__.py")}
+                or f in ("predict/cli.py", "predict/__main__.py", "common/memo.py")}
 
 
 def test_the_prune_command_the_readme_gives_runs(tmp_path):

@@ -56,6 +56,7 @@ MISSES_ENV = "INFERLAB_RESULTS_MISSES"
 MODES = ("use", "check")
 
 _PACKAGE = Path(__file__).resolve().parents[1]
+_THIS_FILE = Path(__file__).resolve()
 
 
 class ChangedResult(ValueError):
@@ -105,7 +106,8 @@ def _run_on_import(tree: ast.Module):
 def imported_files(module: str) -> set[Path]:
     """The source files of ``module`` and of every module of the package it imports, at its
     top or inside a function, and those import in turn, with the packages' ``__init__``
-    (what runs only as a program is left out)."""
+    (what runs only as a program is left out). This module itself is left out: it stores
+    answers and computes none."""
     found: set[Path] = set()
     waiting = [module]
     while waiting:
@@ -113,7 +115,8 @@ def imported_files(module: str) -> set[Path]:
         parts = name.split(".")
         for depth in range(1, len(parts) + 1):  # a module's packages run first
             path = _module_file(".".join(parts[:depth]))
-            if path is None or path in found:
+            # The store keeps answers and computes none: editing it keeps every key.
+            if path is None or path in found or path == _THIS_FILE:
                 continue
             found.add(path)
             for node in _run_on_import(ast.parse(path.read_text(encoding="utf-8"))):
@@ -223,6 +226,17 @@ def _same(a, b) -> bool:
     return a == b
 
 
+def _read(path: Path) -> dict | None:
+    """The record stored at ``path``; ``None`` if there is none, or if what is there is no
+    record (a file cut short, a merge conflict's markers): it is then computed and
+    written again, and listed as missing in check mode."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and "answer" in record else None
+
+
 def remembered(name: str, compute: Callable[[], object], arguments: dict, *,
                to_json: Callable[[object], dict], from_json: Callable[[dict], object]):
     """``compute()``, or its stored answer when the store is on (module docstring).
@@ -235,7 +249,7 @@ def remembered(name: str, compute: Callable[[], object], arguments: dict, *,
         return compute()
     folder, mode = settings
     path = folder / f"{key(name, arguments)}.json"
-    stored = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    stored = _read(path)
     if stored is not None and mode == "use":
         return from_json(stored["answer"])
     answer = compute()
