@@ -86,9 +86,9 @@ from pathlib import Path
 
 from inferlab import callable_module
 from inferlab.benchmark.workload import Workload, check_fits_context
-from inferlab.choosing import ChipPrice
 from inferlab.common import checks
 from inferlab.common.data import DATA_DIR, load_table, read_table
+from inferlab.costs import ChipPrice
 from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import (
@@ -283,7 +283,7 @@ def plan(model, *, input_tokens: int | None = None, output_tokens: int | None = 
     names or
     :class:`~inferlab.model.specs.Chip` (default every chip of ``data/hardware.csv``);
     ``prices`` a price file (default ``data/prices.csv``) or a dict of
-    :class:`~inferlab.choosing.ChipPrice`; ``stack`` a stack name or
+    :class:`~inferlab.costs.ChipPrice`; ``stack`` a stack name or
     :class:`~inferlab.serving.calibration.Stack` used on every chip (default: each vendor's
     calibrated stack, else the assumed one); ``modes`` any of :data:`~inferlab.sizing.MODES`;
     ``requests`` and ``seed`` set each simulated run (the replica count is searched in whole

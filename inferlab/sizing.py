@@ -19,9 +19,9 @@ import numpy as np
 
 from inferlab.benchmark.verdict import RunRules
 from inferlab.benchmark.workload import Workload
-from inferlab.choosing import ChipPrice
 from inferlab.common import checks
 from inferlab.common.data import load_table
+from inferlab.costs import ChipPrice
 from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible, layout
 from inferlab.model.roofline import sustained_flop_per_s

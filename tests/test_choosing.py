@@ -252,11 +252,11 @@ def test_families_have_reference_chips():
 
 # --- cost --------------------------------------------------
 
-from inferlab.choosing import (  # noqa: E402
+from inferlab.choosing import speculation_needed  # noqa: E402
+from inferlab.costs import (  # noqa: E402
     break_even_usd_per_chip_hour,
     chip_price,
     cost_per_million_tokens,
-    speculation_needed,
 )
 
 
