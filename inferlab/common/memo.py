@@ -277,12 +277,9 @@ def stale(folder) -> list[Path]:
         raise ValueError(f"folder: {str(folder)!r} is not a folder of stored answers")
     found = []
     for path in sorted(folder.glob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not (isinstance(record, dict) and {"function", "fingerprint", "answer"}
-                <= record.keys() and isinstance(record["function"], str)):
+        record = _read(path)
+        if record is None or not isinstance(record.get("function"), str) \
+                or "fingerprint" not in record:
             continue
         if record["fingerprint"] != fingerprint(_module_of(record["function"])):
             found.append(path)
