@@ -24,7 +24,7 @@ from inferlab.common.data import load_table
 from inferlab.costs import ChipPrice
 from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible, layout
-from inferlab.model.roofline import sustained_flop_per_s
+from inferlab.model.roofline import request_flop, sustained_flop_per_s
 from inferlab.predict import (
     predict,
     replica_for,
@@ -482,7 +482,7 @@ def _rate_bound(rep, scheduler, mean_in: float, mean_out: float,
     hold (``weight bandwidth``, or ``KV capacity`` where the cache caps the batch), and no
     more than the decode steps alone allow within the bound (``TPOT``,
     :func:`_decode_rate`)."""
-    per_request = rep.flop_per_token * (mean_in + mean_out)
+    per_request = request_flop(rep.layout.model, mean_in, mean_out)
     compute = rep.lanes * rep.peak_flop_per_s * rep.compute_efficiency / per_request
     holds = int(rep.kv_capacity_tokens // max(1.0, mean_in + mean_out))
     batch = max(1, min(scheduler.max_batch, holds))
@@ -583,12 +583,15 @@ def _resource(rep, batch: int, mean_in: float, mean_out: float) -> str:
     if batch >= FULL_CACHE * most:
         return "KV capacity"
     # A steady step carries each request's share of its prompt beside its next token.
-    return _dominant(rep, batch * (1 + mean_in / mean_out), batch * (mean_in + mean_out / 2))
+    return _dominant(rep, batch * (1 + mean_in / mean_out), batch * (mean_in + mean_out / 2),
+                     logits=batch)
 
 
-def _dominant(rep, tokens: float, context: float, pairs: float | None = None) -> str:
-    """The largest term of a step of ``tokens`` tokens reading ``context`` cached tokens."""
-    read, work = float(rep.weights_s(tokens)), float(rep.matmul_s(tokens))
+def _dominant(rep, tokens: float, context: float, pairs: float | None = None, *,
+              logits: float) -> str:
+    """The largest term of a step of ``tokens`` tokens, ``logits`` of them through the
+    output head, reading ``context`` cached tokens."""
+    read, work = float(rep.weights_s(tokens)), float(rep.matmul_s(tokens, logits))
     cache = float(rep.attention_s(context))
     # A prompt's attention is arithmetic on (query, key) pairs, not a read of the cache.
     work += max(0.0, float(rep.attention_s(context, pairs)) - cache) if pairs else 0.0
@@ -603,7 +606,7 @@ def _dominant(rep, tokens: float, context: float, pairs: float | None = None) ->
 def _prefill_share(rep, mean_in: float, mean_out: float, batch: int) -> float:
     """The share of a request's modelled time its prompt takes (module docstring)."""
     batch = max(1, int(batch))
-    prompt_s = float(rep.matmul_s(mean_in)) + float(
+    prompt_s = float(rep.matmul_s(mean_in, 1)) + float(
         rep.attention_s(mean_in, mean_in * (mean_in + 1) / 2))
     step = float(rep.decode_step_s(batch, mean_in + mean_out / 2))
     answer_s = mean_out * step / batch
@@ -751,7 +754,8 @@ def _disaggregated_unit(chip: _Chip, prefill_layout, prefill_rep, prefill_s: flo
     prefill_tokens = inputs.workload.mean_tokens()[0]
     prefill = Pool("prefill", tp, pp, ep, units * count, rate / (units * count),
                    judged.ttft_p99_s, math.nan, 1, False, method,
-                   _dominant(prefill_rep, prefill_tokens, 0.0, prefill_tokens ** 2 / 2))
+                   _dominant(prefill_rep, prefill_tokens, 0.0, prefill_tokens ** 2 / 2,
+                             logits=1))
     decode_rep = chip.replica(decode.tp, decode.pp, decode.ep)
     binding = _binding(units, lowest, decode.binding, judged, failure, inputs, decode_rep,
                        decode.binding)

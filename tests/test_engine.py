@@ -15,6 +15,7 @@ from inferlab.lab.engine_sizes import (
     estimate,
     prefill_flop,
 )
+from inferlab.model.roofline import request_flop
 
 # Float32 sums in a different order (one token at a time, or BLAS GEMV
 # against GEMM) differ in the last bits; logits are of order one.
@@ -149,7 +150,15 @@ def test_floors_follow_their_formulas():
     assert decode_bytes(config, 1, 0) == config.weight_bytes
     assert decode_bytes(config, 8, 100) == config.weight_bytes + 800 * config.kv_bytes_per_token
     layer_flop = 2 * config.layers * config.layer_matmul_params * 256
-    assert prefill_flop(config, 256) == layer_flop + 2 * config.vocab_size * config.model_width
+    head = 2 * config.vocab_size * config.model_width
+    # The roofline's count, which every model's prediction uses; it takes every parameter
+    # but the lookups as a multiply, the norms' gains too (2 x width a layer, and the
+    # final norm's width), so it exceeds the matrix multiplies by exactly their share.
+    gains = 2 * (2 * config.model_width * config.layers + config.model_width) * 256
+    assert prefill_flop(config, 256) == layer_flop + gains + head
+    assert prefill_flop(config, 256) == request_flop(config.spec, 256)
+    # The head once per prompt, not once per prompt token.
+    assert prefill_flop(config, 256, batch=3) == 3 * (layer_flop + gains + head)
     shown = estimate(config, bandwidth_bytes_per_s=50e9, flop_per_s=200e9)
     assert shown.weight_bytes == config.weight_bytes
     assert shown.decode_step_s == pytest.approx(decode_bytes(config, 1, 512) / 50e9)

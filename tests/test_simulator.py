@@ -27,7 +27,9 @@ def test_a_full_static_batch_takes_exactly_the_step_time_models_sum(rep, batch):
     prompt, output = 500, 200
     requests = make_requests(batch, Lengths(prompt), Lengths(output), arrival="all_at_once")
     run = sim.simulate(rep, requests, sim.Scheduler(kind="static", max_batch=batch))
-    prefill = rep.step_s(batch * prompt, batch * prompt, batch * prompt * (prompt + 1) // 2)
+    # The prefill computes logits at each prompt's last position only.
+    prefill = rep.step_s(batch * prompt, batch * prompt, batch * prompt * (prompt + 1) // 2,
+                         logits=batch)
     expected = prefill + sum(
         rep.step_s(batch * (prompt + 1 + j), batch) for j in range(output - 1))
     assert run.makespan_s == pytest.approx(expected, rel=1e-12)

@@ -152,8 +152,8 @@ def test_tensor_parallel_splits_memory_and_adds_the_fastest_allreduce_per_direct
         expected = 2 * spec.layers * allreduce_s(tokens * spec.hidden_size * 2.0, 8,
                                                  hw.link_bytes_per_s, 5e-6)
         assert float(eight.allreduce_s(tokens)) == pytest.approx(expected)
-        fast = eight.step_function()(tokens, 1000, 1000)
-        assert fast == pytest.approx(eight.step_s(1000, tokens))
+        fast = eight.step_function()(tokens, 1000, 1000, 1)
+        assert fast == pytest.approx(eight.step_s(1000, tokens, logits=1))
 
 
 def test_tensor_parallel_beyond_the_nvlink_domain_is_refused():
@@ -266,10 +266,27 @@ def test_a_cached_prefix_is_read_not_recomputed():
     for cached in (500, 1500, 1999):
         new = prompt - cached
         assert rep.prefill_s(prompt, cached) == pytest.approx(
-            rep.step_s(prompt, new, new * cached + new * (new + 1) / 2))
+            rep.step_s(prompt, new, new * cached + new * (new + 1) / 2, logits=1))
     # More cached, never slower; a full hit still pays one token's step.
     times = rep.prefill_s(prompt, np.array([0, 500, 1000, 1500, 1999]))
     assert np.all(np.diff(times) < 0) and times[-1] >= rep.step_s(prompt, 1, prompt)
     for bad in (-1, prompt, 2.5e9, float("nan")):
         with pytest.raises(ValueError, match="cached_tokens: .* 0 to prompt_tokens - 1"):
             rep.prefill_s(prompt, bad)
+
+
+def test_the_output_head_is_paid_once_per_sampled_token():
+    rep = st.replica("Llama 3.1 8B", "NVIDIA H200 SXM", 1, "fp8", compute_efficiency=0.7)
+    spec = rep.layout.model
+    head = 2 * spec.vocab_size * spec.hidden_size
+    assert rep.head_flop == head
+    # A 1,000-token prompt multiplies by the head once: 999 heads fewer than 1,000
+    # decoded tokens, and nothing else differs.
+    saved = rep.matmul_s(1000) - rep.matmul_s(1000, 1)
+    assert saved == pytest.approx(999 * head / (rep.peak_flop_per_s * 0.7))
+    assert rep.prefill_s(1000) < rep.step_s(1000, 1000, 1000 * 1001 / 2)
+    # Decode samples every token it computes: the default is every token.
+    assert rep.decode_step_s(64, 500) == rep.step_s(64 * 500, 64, logits=64)
+    # The scalar step the simulator runs agrees with the vectorised one.
+    assert rep.step_function()(1000, 1000, 500_500, 1) == pytest.approx(
+        rep.prefill_s(1000))

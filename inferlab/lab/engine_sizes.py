@@ -24,7 +24,7 @@ import numpy as np
 
 from inferlab.common import checks
 from inferlab.model import capacity, specs
-from inferlab.model.roofline import decode_pass
+from inferlab.model.roofline import decode_pass, request_flop
 
 #: The format of every weight, activation and cached key or value (see above for why), and
 #: its bytes, as :func:`inferlab.model.capacity.bytes_per_param` counts them.
@@ -246,18 +246,19 @@ _BUILD_PARAMS_PER_S = 6e7
 
 
 def prefill_flop(config: EngineConfig, prompt_tokens: int, batch: int = 1) -> float:
-    """FLOPs of the weight matrix multiplies in a prefill: the compute floor of TTFT.
+    """FLOPs of the weight matrix multiplies in a prefill of ``batch`` prompts: the compute
+    floor of TTFT.
 
-    ``2 x layer_matmul_params x tokens`` (a multiply and an add per weight per
-    token) for the layers, plus ``2 x vocab x width`` per sequence for the output
-    head, which a prefill applies to the last position only. Attention scores
-    (about ``4 x tokens^2 x width`` per layer) are left out, so this is a lower
-    bound on the work. Used by "prefill and decode".
+    Counted by the roofline's own :func:`~inferlab.model.roofline.request_flop` for this
+    shape (:attr:`EngineConfig.spec`), so the lab checks its measurements against the
+    formula every model's prediction uses: two FLOPs per weight per token through the
+    layers, and the output head once per prompt, at its last position. Attention scores
+    (about ``4 x tokens^2 x width`` per layer) are left out, so this is a lower bound on
+    the work. Used by "prefill and decode".
     """
-    tokens = checks.whole("batch", batch) * checks.whole("prompt_tokens", prompt_tokens)
-    return 2.0 * config.layers * config.layer_matmul_params * tokens + (
-        2.0 * config.vocab_size * config.model_width * batch
-    )
+    batch = checks.whole("batch", batch)
+    prompt_tokens = checks.whole("prompt_tokens", prompt_tokens)
+    return batch * request_flop(config.spec, prompt_tokens, 1)
 
 
 def decode_bytes(config: EngineConfig, batch: int, context_tokens: int) -> int:

@@ -8,11 +8,13 @@ any prompt tokens being prefilled. The model of that step has five terms, each a
 separate group of kernels that run one after another:
 
 - **matrix multiplies** read the weights once per step and do two FLOPs per active
-  parameter per token. Each is a roofline of its own, with an ``overlap`` of the
-  two resources that real kernels only approach::
+  parameter per token, the output head's only for the ``logits`` rows the step
+  samples from (one per decoded token and one per prompt the step finishes;
+  :func:`inferlab.model.roofline.head_flop`). Each is a roofline of its own, with an
+  ``overlap`` of the two resources that real kernels only approach::
 
       weights_s = params_read(tokens) x bytes_per_param / (bandwidth x memory_efficiency)
-      matmul_s  = 2 x params_active x tokens / (peak x compute_efficiency)
+      matmul_s  = (body_flop x tokens + head_flop x logits) / (peak x compute_efficiency)
       gemm_s    = max(weights_s, matmul_s) + (1 - overlap) x min(weights_s, matmul_s)
 
   With ``overlap = 1`` it is the ideal roofline; below 1 a step near the ridge
@@ -54,6 +56,8 @@ separate group of kernels that run one after another:
 ::
 
       step_s = gemm_s + attention_s + activation_s + allreduce_s + step_overhead_s
+
+where ``body_flop = flop_per_token - head_flop``.
 
 **Pipeline parallelism.** A replica of ``tp x pp`` chips runs ``pp`` stages of
 ``layers / pp`` layers, each on ``tp`` chips. With ``pp`` micro-batches in flight every
@@ -101,6 +105,7 @@ from inferlab.model.roofline import (
     activation_bytes_per_token,
     attention_flop_per_pair,
     flop_per_token,
+    head_flop,
     params_read,
     sustained_flop_per_s,
 )
@@ -126,7 +131,9 @@ class Replica:
     ``allreduce_latency_s`` are the software stack's. ``attention_flop_per_pair`` is a
     prompt's attention arithmetic per (query, cached token) pair and
     ``decode_flop_per_pair`` decode's (``None``: the same); ``activation_bytes_per_token``
-    is what a token's activations move between kernels, over the lane's chips.
+    is what a token's activations move between kernels, over the lane's chips;
+    ``head_flop`` is the part of ``flop_per_token`` only a token the step samples from
+    pays (the output head).
 
     Used in chapter 'Batching'.
     """
@@ -151,6 +158,7 @@ class Replica:
     attention_peak_flop_per_s: float | None = None
     decode_flop_per_pair: float | None = None
     activation_bytes_per_token: float = 0.0
+    head_flop: float = 0.0
 
     @property
     def tp(self) -> int:
@@ -206,14 +214,18 @@ class Replica:
         share = params_read(model, np.maximum(np.asarray(tokens, dtype=float), 1))
         return self.weight_bytes * share / model.params_total / self._bandwidth
 
-    def matmul_s(self, tokens):
-        """Time of the matrix multiplies of ``tokens`` tokens at the stack's compute efficiency."""
-        return self.flop_per_token * np.asarray(tokens, dtype=float) / self._flops
+    def matmul_s(self, tokens, logits=None):
+        """Time of the matrix multiplies of ``tokens`` tokens at the stack's compute
+        efficiency, the output head's for ``logits`` of them (default: all, as in decode)."""
+        tokens = np.asarray(tokens, dtype=float)
+        logits = tokens if logits is None else np.asarray(logits, dtype=float)
+        return ((self.flop_per_token - self.head_flop) * tokens
+                + self.head_flop * logits) / self._flops
 
-    def gemm_s(self, tokens):
+    def gemm_s(self, tokens, logits=None):
         """The matrix-multiply kernels: the larger of reading the weights and multiplying,
         plus the part of the smaller that ``overlap`` does not hide."""
-        read, work = self.weights_s(tokens), self.matmul_s(tokens)
+        read, work = self.weights_s(tokens), self.matmul_s(tokens, logits)
         return np.maximum(read, work) + (1 - self.overlap) * np.minimum(read, work)
 
     def attention_s(self, context_tokens, attention_pairs=None):
@@ -244,9 +256,9 @@ class Replica:
         return (self.weights_s(tokens)
                 + self.kv_bytes_per_token * np.asarray(context_tokens) / self._bandwidth)
 
-    def compute_s(self, tokens):
+    def compute_s(self, tokens, logits=None):
         """Time of the matrix multiplies of ``tokens`` tokens (same as :meth:`matmul_s`)."""
-        return self.matmul_s(tokens)
+        return self.matmul_s(tokens, logits)
 
     def allreduce_s(self, tokens):
         """Time of the step's communication: the tensor-parallel all-reduces, the expert
@@ -288,24 +300,27 @@ class Replica:
 
         return comm
 
-    def step_s(self, context_tokens, tokens, attention_pairs=None):
+    def step_s(self, context_tokens, tokens, attention_pairs=None, logits=None):
         """The modelled time of one step that reads ``context_tokens`` tokens of KV cache and
-        pushes ``tokens`` tokens through the weights (see the module docstring)::
+        pushes ``tokens`` tokens through the weights, ``logits`` of them through the output
+        head (default: all, as in decode; see the module docstring)::
 
             gemm_s + attention_s + activation_s + allreduce_s + step_overhead_s
 
         Vectorised: pass arrays of equal shape for many steps at once.
         """
-        result = (self.gemm_s(tokens) + self.attention_s(context_tokens, attention_pairs)
+        result = (self.gemm_s(tokens, logits)
+                  + self.attention_s(context_tokens, attention_pairs)
                   + self.activation_s(tokens) + self.allreduce_s(tokens)
                   + self.step_overhead_s)
         return float(result) if np.ndim(result) == 0 else result
 
     def step_function(self):
-        """A fast scalar ``f(tokens, context_read, attention_pairs) -> seconds`` equal to
-        :meth:`step_s`, for the simulator's inner loop (plain floats, no arrays)."""
+        """A fast scalar ``f(tokens, context_read, attention_pairs, logits) -> seconds``
+        equal to :meth:`step_s`, for the simulator's inner loop (plain floats, no arrays)."""
         flops, bandwidth = self._flops, self._bandwidth
-        matmul = self.flop_per_token / flops
+        matmul = (self.flop_per_token - self.head_flop) / flops
+        head = self.head_flop / flops
         kv_read = self.kv_bytes_per_token / bandwidth
         pair = self.attention_flop_per_pair / self._attention_flops
         decode_pair = self._decode_flop_per_pair / self._attention_flops
@@ -331,9 +346,9 @@ class Replica:
         # simulator's inner loop pays for no further calls; the general one handles
         # experts and communication.
         if not moe and simple:
-            def step(tokens: float, context_read: float, pairs: float) -> float:
+            def step(tokens: float, context_read: float, pairs: float, logits: float) -> float:
                 read = dense_weights + row * (tokens if tokens < table_rows else table_rows)
-                work = matmul * tokens
+                work = matmul * tokens + head * logits
                 gemm = read + hidden * work if read > work else work + hidden * read
                 attention = kv_read * context_read
                 decode = pairs if pairs < context_read else context_read
@@ -344,13 +359,13 @@ class Replica:
 
             return step
 
-        def step(tokens: float, context_read: float, pairs: float) -> float:
+        def step(tokens: float, context_read: float, pairs: float, logits: float) -> float:
             read = row * (tokens if tokens < table_rows else table_rows)
             if moe:
                 read += (shared + experts_total * (1 - miss ** max(tokens, 1))) * per_param
             else:
                 read += dense_weights
-            work = matmul * tokens
+            work = matmul * tokens + head * logits
             gemm = read + hidden * work if read > work else work + hidden * read
             attention = kv_read * context_read
             decode = pairs if pairs < context_read else context_read
@@ -388,7 +403,8 @@ class Replica:
             raise ValueError(f"cached_tokens: got {cached_tokens!r}; must be from 0 to "
                              f"prompt_tokens - 1 (the last prompt token is always computed)")
         new = prompt - cached
-        return self.step_s(prompt, new, new * cached + new * (new + 1) / 2)
+        return self.step_s(prompt, new, new * cached + new * (new + 1) / 2,
+                           np.ones_like(new))
 
     # ---- derived figures -----------------------------------------------------------
 
@@ -512,6 +528,7 @@ def replica(
         weight_bytes=lay.weight_bytes_per_chip * lay.chips,
         kv_bytes_per_token=per_token,
         flop_per_token=flop_per_token(spec),
+        head_flop=head_flop(spec),
         attention_flop_per_pair=attention_flop_per_pair(spec, "prefill"),
         decode_flop_per_pair=attention_flop_per_pair(spec, "decode"),
         activation_bytes_per_token=activation_bytes_per_token(spec, tp, attention_dp),
@@ -586,8 +603,9 @@ class SteadyState:
     (a request gets one token per step); ``aggregate_tok_s`` is output tokens per
     second summed over the requests of the replica, ``per_chip_tok_s`` the same
     divided by ``tp``. ``tokens``, ``context`` and ``pairs`` are what one step pushes
-    through the weights, reads of cache and attends over, so a caller can split
-    ``step_s`` into the replica's terms.
+    through the weights, reads of cache and attends over, and ``concurrency`` the rows
+    of logits it computes (one per request), so a caller can split ``step_s`` into the
+    replica's terms.
 
     Used in chapter 'Batching'.
     """
@@ -625,10 +643,12 @@ def steady_state(
     Closed form (mean values): ``concurrency`` requests are always running, each
     with a prompt of ``prompt_tokens`` and ``output_tokens`` outputs. Prefill work
     is spread over the steps (as chunked prefill does), so each step pushes
-    ``c x (1 + prompt/output)`` tokens through the weights and attends over the
-    mean context ``c x (prompt + output / 2)``::
+    ``c x (1 + prompt/output)`` tokens through the weights, ``c`` of them through the
+    output head (each request samples one token a step), and attends over the mean
+    context ``c x (prompt + output / 2)``::
 
-        step_s = replica.step_s(c x (prompt + output / 2), c x (1 + prompt / output))
+        step_s = replica.step_s(c x (prompt + output / 2), c x (1 + prompt / output),
+                                logits=c)
 
     Each user then sees ``1 / step_s`` tokens per second and the replica
     ``c / step_s``. ``fits`` is false where the KV cache of ``c`` full-length
@@ -646,10 +666,10 @@ def steady_state(
     # Decode tokens attend over their whole context; the prefill share of each step
     # does prompt^2 / 2 pairs per prompt, spread over the output's steps.
     pairs = context + c * prompt * (prompt + 1) / (2 * output)
-    step = checks.finite_result(rep.step_s(context, tokens, pairs),
+    step = checks.finite_result(rep.step_s(context, tokens, pairs, c),
                                 "concurrency", "prompt_tokens", "output_tokens")
     fits = c * (prompt + output) <= rep.kv_capacity_tokens
-    bound = np.where(rep.matmul_s(tokens) > rep.weights_s(tokens)
+    bound = np.where(rep.matmul_s(tokens, c) > rep.weights_s(tokens)
                      + rep.attention_s(context, pairs) + rep.activation_s(tokens),
                      "compute", "memory")
     return SteadyState(c, step, rep.tp, fits, bound, tokens, context, pairs)

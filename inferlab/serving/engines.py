@@ -78,7 +78,14 @@ class ChunkedPrefill(PrefillPolicy):
                 chunk_pairs += take * (take + 1) // 2
         tokens = n_run + chunk_tokens
         ctx_sum = e.ctx_sum
-        step = e.step_time(tokens, ctx_sum + chunk_ctx, ctx_sum + chunk_pairs)
+        # Logits for each running request and each prompt this step finishes.
+        finishing = 0
+        for i, done_tokens in prefilling:
+            if done_tokens < cur_prompt[i]:
+                break
+            finishing += 1
+        step = e.step_time(tokens, ctx_sum + chunk_ctx, ctx_sum + chunk_pairs,
+                           n_run + finishing)
         t = e.t
         e.segments.append((t, 1, step, 0.0, n_run, chunk_tokens))
         t += step
@@ -132,7 +139,7 @@ class WholePrefill(PrefillPolicy):
             pairs += size * (size + 1) // 2
         e.admitting = 0
         useful = sum(cur_prompt[i] for i in batch)
-        step = e.step_time(tokens, tokens, pairs)
+        step = e.step_time(tokens, tokens, pairs, len(batch))
         e.segments.append((e.t, 1, step, 0.0, 0, tokens))
         e.t += step
         e.busy += step
@@ -497,12 +504,12 @@ class ContinuousEngine:
         if self.shape is not None:
             batch = self.shape.pad_batch(n_run)
             slot = self.memory.slot_tokens
-            m0 = self.step_time(batch, batch * slot, batch * slot)
+            m0 = self.step_time(batch, batch * slot, batch * slot, batch)
             m1 = 0.0
             wasted_per_step = batch - n_run
         else:
             batch = n_run
-            m0 = self.step_time(n_run, self.ctx_sum, self.ctx_sum)
+            m0 = self.step_time(n_run, self.ctx_sum, self.ctx_sum, n_run)
             m1 = self.kv_s * n_run
             wasted_per_step = 0
         k, took = _advance(m0, m1, k_max, tau)
@@ -600,7 +607,8 @@ class StaticEngine:
                 waiting.popleft()
             longest_prompt = max(prompt[i] for i in members)
             tokens = size * longest_prompt
-            step = step_time(tokens, tokens, size * longest_prompt * (longest_prompt + 1) // 2)
+            step = step_time(tokens, tokens, size * longest_prompt * (longest_prompt + 1) // 2,
+                             size)
             segments.append((t, 1, step, 0.0, 0, tokens))
             t += step
             busy += step
@@ -612,7 +620,7 @@ class StaticEngine:
             steps_needed = longest_out - 1
             if steps_needed:
                 context = size * (longest_prompt + 1)
-                m0 = step_time(size, context, context)
+                m0 = step_time(size, context, context, size)
                 m1 = kv_s * size
                 segments.append((t, steps_needed, m0, m1, size, 0))
                 for i in members:

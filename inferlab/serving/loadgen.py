@@ -182,15 +182,15 @@ class System:
 
     def ceiling_rate_per_s(self, prompts, outputs) -> float:
         """Queries per second no schedule can beat for queries of these lengths: every
-        prompt and output token goes once through the matrix multiplies, and a step
-        takes at least their time
+        prompt and output token goes once through the matrix multiplies (the output head
+        once per output token), and a step takes at least their time
         (:meth:`inferlab.model.steptime.Replica.matmul_s`), so the replicas can do
         no more than that work per second. Weight reads, attention and overhead only
         lower the real rate.
         """
-        tokens = float(np.mean(checks.wholes("prompts", prompts, size=MAX_QUERIES))
-                       + np.mean(checks.wholes("outputs", outputs, size=MAX_QUERIES)))
-        return self.replicas / float(self.replica.matmul_s(tokens))
+        answer = float(np.mean(checks.wholes("outputs", outputs, size=MAX_QUERIES)))
+        tokens = float(np.mean(checks.wholes("prompts", prompts, size=MAX_QUERIES))) + answer
+        return self.replicas / float(self.replica.matmul_s(tokens, answer))
 
 
 def example_system() -> System:

@@ -106,7 +106,9 @@ class SimResult:
     :attr:`utilisation` and :attr:`compute_utilisation`),
     ``computed_tokens`` (tokens pushed through the weights, padding included) and
     ``wasted_tokens`` (the padding and the slots of finished requests in a static
-    batch), ``kv_capacity_tokens`` of the replica.
+    batch), ``kv_capacity_tokens`` of the replica, and ``compute_s_per_token`` and
+    ``head_s_per_token``, the time of one token's matrix multiplies through the layers
+    and of one sampled token's through the output head.
 
     Used in chapter 'Batching' and by the scenarios chapter.
     """
@@ -123,6 +125,7 @@ class SimResult:
     wasted_tokens: int
     kv_capacity_tokens: int
     compute_s_per_token: float
+    head_s_per_token: float
     scheduler: Scheduler
     replica_name: str
     _segments: list = field(repr=False)
@@ -193,10 +196,13 @@ class SimResult:
     @property
     def compute_utilisation(self) -> float:
         """Share of the replica's (efficiency-scaled) compute spent on useful tokens:
-        every prompt and output token once, over the whole run. Padding, idle slots and
+        every prompt and output token once through the layers and each output token
+        through the output head, over the whole run. Padding, idle slots and
         memory-bound steps all lower it."""
-        useful = float(np.sum(self.prompt_tokens) + np.sum(self.output_tokens))
-        return useful * self.compute_s_per_token / self.makespan_s
+        outputs = float(np.sum(self.output_tokens))
+        useful = float(np.sum(self.prompt_tokens)) + outputs
+        return (useful * self.compute_s_per_token
+                + outputs * self.head_s_per_token) / self.makespan_s
 
     @property
     def wasted_fraction(self) -> float:
@@ -356,7 +362,8 @@ def _result(rep: Replica, requests: Requests, sch: Scheduler, record: Record) ->
         computed_tokens=int(record.computed),
         wasted_tokens=int(record.wasted),
         kv_capacity_tokens=rep.kv_capacity_tokens,
-        compute_s_per_token=float(rep.matmul_s(1)),
+        compute_s_per_token=float(rep.matmul_s(1, 0)),
+        head_s_per_token=float(rep.matmul_s(0, 1)),
         scheduler=sch,
         replica_name=rep.name,
         _segments=record.segments,
