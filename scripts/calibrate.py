@@ -11,7 +11,8 @@ count, format, scenario and stack: :func:`inferlab.serving.calibration.row_key`)
 submitter's tuning does not set a stack; for the latency-bound anchor, only those
 whose runs reached a bound (:func:`inferlab.serving.calibration.at_bound`), since the model
 predicts the most a system can do. Last, a stack in :data:`CLOCK_ANCHORS` bisects
-``clock_share`` so that its lower-clocked card's anchor matches too.
+``clock_share`` so that its lower-clocked card's anchor matches too, and a stack in
+:data:`CLOCK_SHARE_FROM` takes the share of the same engine's stack.
 ``fitted_on`` lists the rows used. Everything else is
 :data:`inferlab.serving.calibration.ASSUMED`. Runs use :data:`inferlab.predict.FIT_RULES`
 (MLPerf's own rules in every scenario), as the accuracy benchmark does. Takes about
@@ -51,6 +52,12 @@ ANCHORS = {
 #: ``clock_share`` from: the same software's later stack.
 BORROWS_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
                 "vLLM ROCm FP8 (v4.1)": "vLLM ROCm FP8"}
+
+#: Where a stack that runs on no lower-clocked card takes its ``clock_share``: the same
+#: engine's stack that does. The share also says how much of the fixed cost grows with a
+#: model's depth (:meth:`inferlab.serving.calibration.Stack.step_overhead_on`), so it
+#: matters for every model but the fitted one even where no card's clock tests it.
+CLOCK_SHARE_FROM = {"TensorRT-LLM FP4": "TensorRT-LLM FP8"}
 
 #: The latency-bound row each stack fits its ``clock_share`` on: a card that runs a
 #: full-power part's die at a lower clock (:func:`inferlab.model.roofline.clock_slowdown`).
@@ -205,11 +212,20 @@ def main(argv=None) -> int:
             lender = _lender(name, fitted)
             found = replace(found, clock_share=lender.clock_share)
             assumed_note += f"; clock_share is the {lender.name} stack's"
+        elif name in CLOCK_SHARE_FROM:
+            # No card this stack runs on is clocked below its full-power part, so no row
+            # measures its share; the same engine's measured one is taken.
+            source = CLOCK_SHARE_FROM[name]
+            lender = fitted[source] if source in fitted else stack(source)
+            found = replace(found, clock_share=lender.clock_share)
+            assumed_note += (f"; clock_share is the {lender.name} stack's (the same engine; "
+                             "no card it runs on is clocked below its full-power part)")
         else:
             # No card the stack runs on is clocked below its full-power part (the MI300X
-            # has the MI325X's datasheet peaks; no Blackwell card names a full-power part).
-            assumed_note += ("; clock_share 0 changes none of its predictions (no card it "
-                             "runs on is clocked below its full-power part)")
+            # has the MI325X's datasheet peaks), so no row measures a share.
+            assumed_note += ("; clock_share 0 takes the whole fixed cost as the host's, "
+                             "paid once a step whatever the model's depth (no card it runs "
+                             "on is clocked below its full-power part to measure a share)")
         fitted[name] = found
         rows.append({
             "name": name,

@@ -104,13 +104,14 @@ def start_book_build(source: Path, output: Path) -> subprocess.Popen:
     remembered in ``book/_computed`` (:mod:`inferlab.common.memo`'s check mode); one it
     finds none for is stored there and listed in ``output/results-misses.txt``."""
     output.mkdir(parents=True, exist_ok=True)
-    log = (output / "build.log").open("w", encoding="utf-8")
     env = {**os.environ, memo.FOLDER_ENV: str(source / RESULTS_STORE), memo.MODE_ENV: "check",
            memo.MISSES_ENV: str(output / RESULTS_MISSES)}
-    # A session of its own, so that stopping it stops the notebook kernels it started.
-    return subprocess.Popen(_build_command(source, output), stdout=log,
-                            stderr=subprocess.STDOUT, text=True, cwd=source,
-                            start_new_session=True, env=env)
+    # The child writes through its own copy of the file; this process closes its copy.
+    with (output / "build.log").open("w", encoding="utf-8") as log:
+        # A session of its own, so that stopping it stops the notebook kernels it started.
+        return subprocess.Popen(_build_command(source, output), stdout=log,
+                                stderr=subprocess.STDOUT, text=True, cwd=source,
+                                start_new_session=True, env=env)
 
 
 # The whole book takes minutes to build, one notebook at a time on one core. When the
@@ -145,12 +146,12 @@ def _build_decks_after_the_book(output: Path) -> None:
         if _BACKGROUND.get("stopping"):
             return
         start = time.perf_counter()
-        log = (output / "decks.log").open("w", encoding="utf-8")
-        process = subprocess.Popen(
-            [sys.executable, str(ROOT / "scripts" / "build_slides.py"), "--out",
-             str(output / "decks"), "--cache", str(output / "_build" / ".jupyter_cache")],
-            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
-            start_new_session=True)
+        with (output / "decks.log").open("w", encoding="utf-8") as log:
+            process = subprocess.Popen(
+                [sys.executable, str(ROOT / "scripts" / "build_slides.py"), "--out",
+                 str(output / "decks"), "--cache", str(output / "_build" / ".jupyter_cache")],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=ROOT,
+                start_new_session=True)
         _BACKGROUND["decks_process"] = process
     process.wait()
     _BACKGROUND["decks_seconds"] = time.perf_counter() - start
@@ -230,12 +231,13 @@ def start_tool_installs(items) -> None:
 def _start_install(name: str) -> subprocess.Popen:
     if "logs" not in _TOOL_LOGS:
         _TOOL_LOGS["logs"] = Path(tempfile.mkdtemp(prefix="inferlab-tools-"))
-    log = (_TOOL_LOGS["logs"] / f"{name}.log").open("w", encoding="utf-8")
-    # A session of its own, so that stopping it stops pip too; niced, so that the tests
-    # running meanwhile keep the cores.
-    return subprocess.Popen(["nice", "-n", "10", sys.executable, str(ROOT / "tests" /
-                             "live_tools.py"), name], stdout=log, stderr=subprocess.STDOUT,
-                            stdin=subprocess.DEVNULL, start_new_session=True)
+    with (_TOOL_LOGS["logs"] / f"{name}.log").open("w", encoding="utf-8") as log:
+        # A session of its own, so that stopping it stops pip too; niced, so that the
+        # tests running meanwhile keep the cores.
+        return subprocess.Popen(["nice", "-n", "10", sys.executable,
+                                 str(ROOT / "tests" / "live_tools.py"), name], stdout=log,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
 
 
 def ready_tool(name: str) -> live_tools.Tool:

@@ -164,9 +164,10 @@ def test_the_clock_share_stretches_the_fixed_cost_only_on_lower_clocked_cards():
 
 
 def test_a_stack_without_a_clock_share_runs_on_no_lower_clocked_card():
-    # data/stacks.csv says a share of 0 changes none of a stack's predictions: every
-    # card that stack serves by default, and every audited row predicted with it, has
-    # no clock slowdown. A v4.1 stack borrows its successor's share.
+    # A share is fitted only where a lower-clocked card measures it. A stack left at 0
+    # (its whole fixed cost the host's) serves no such card by default and predicts no
+    # audited row on one; a v4.1 stack borrows its successor's share, and TensorRT-LLM
+    # at FP4 the FP8 stack's, the same engine's.
     from inferlab.model.roofline import clock_slowdown
     from inferlab.serving.calibration import row_stack, stack_for
 
@@ -186,6 +187,26 @@ def test_a_stack_without_a_clock_share_runs_on_no_lower_clocked_card():
         slowdown = clock_slowdown(specs.chip(row["accelerator"]), row["precision"])
         assert stack(name).clock_share > 0 or slowdown == 1.0, row["id"]
     assert stack("TensorRT-LLM FP8 (v4.1)").clock_share == stack("TensorRT-LLM FP8").clock_share
+    assert stack("TensorRT-LLM FP4").clock_share == stack("TensorRT-LLM FP8").clock_share
+
+
+def test_only_the_small_kernels_share_of_the_fixed_cost_grows_with_depth():
+    fitted = stack("TensorRT-LLM FP8")
+    base, share = fitted.step_overhead_s, fitted.clock_share
+    # The fitted model's 80 layers pay the fitted cost; a 32-layer model pays the host's
+    # part whole and 32/80 of the small kernels'; a 126-layer one 126/80 of them.
+    assert fitted.step_overhead_on("NVIDIA H200 SXM", "fp8") == pytest.approx(base)
+    for name, layers in (("Llama 3.1 8B", 32), ("Llama 3.1 405B", 126)):
+        assert specs.model(name).layers == layers
+        assert fitted.step_overhead_on("NVIDIA H200 SXM", "fp8", name) == pytest.approx(
+            base * (1 - share + share * layers / 80))
+    shallow = fitted.step_overhead_on("NVIDIA H200 SXM", "fp8", "Llama 3.1 8B")
+    deep = fitted.step_overhead_on("NVIDIA H200 SXM", "fp8", "Llama 3.1 405B")
+    assert base * (1 - share) < shallow < base < deep < base * 126 / 80
+    # A cost that is all the host's is paid whole by every model, on every card.
+    host_only = Stack("host only", fitted.compute_efficiency, base)
+    for name in ("Llama 3.1 8B", "Llama 3.1 405B", "DeepSeek-R1"):
+        assert host_only.step_overhead_on("NVIDIA H200 NVL", "fp8", name) == base
 
 
 def test_a_clock_share_outside_zero_to_one_is_refused_by_name():

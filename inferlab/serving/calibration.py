@@ -18,17 +18,21 @@ Interactive result fits only its efficiency and borrows its successor's fixed co
 - ``step_overhead_s`` is fitted so that the stack's *latency-bound* anchor
   (Interactive where the stack has one, else Server) is reproduced: a fixed cost
   is negligible in a 100 ms Server step and a large share of a 30 ms Interactive
-  step, so it is what the latency bound measures. It is taken to be paid once per
-  layer (kernel launches and the small kernels between the matrix multiplies), so a
-  model of another depth pays it in proportion (:meth:`Stack.step_overhead_on`): an
-  assumption about its structure, not a number fitted on the other model;
+  step, so it is what the latency bound measures;
 - ``clock_share`` is fitted, for TensorRT-LLM at FP8, on a latency-bound result of
   a card that runs its full-power part's die at a lower clock (the H200 NVL): the
   fixed cost was fitted on full-clock chips, and on such a card the share of it
   spent in small kernels takes :func:`~inferlab.model.roofline.clock_slowdown` times as
   long (:meth:`Stack.step_overhead_on`). One row pins only the product of share
   and slowdown; reading it as a share takes the datasheet ratio for the clock
-  ratio. Other stacks run on no such card, and keep 0 or borrow it;
+  ratio. TensorRT-LLM at FP4 runs on no such card and borrows it (same engine); vLLM
+  on ROCm keeps 0, which takes its whole fixed cost as the host's. The share also
+  splits the fixed cost by what it grows with (:meth:`Stack.step_overhead_on`): the
+  small kernels run once per layer, so a model of another depth pays that part in
+  proportion, while the rest (the host's scheduling and bookkeeping, paid at the
+  host's clock) is paid once per step whatever the depth. An assumption about the
+  cost's structure, read from the share's meaning, not a number fitted on another
+  model;
 - ``memory_efficiency`` 0.8, ``overlap`` 1 (the ideal roofline) and an all-reduce hop
   of 5 microseconds are assumed, not fitted (:data:`ASSUMED`).
 
@@ -147,21 +151,23 @@ class Stack:
     def step_overhead_on(self, chip, precision: str, model=None) -> float:
         """The fixed cost per step of ``model`` on ``chip`` at ``precision``.
 
-        ``step_overhead_s`` is fitted on :data:`FITTED_MODEL` on a full-clock chip. It is
-        taken as a cost per layer (the launches and small kernels between the matrix
-        multiplies run once per layer, whatever the batch), so another model (a name or a
-        :class:`~inferlab.model.specs.ModelSpec`; default the fitted one) pays it for its own
-        layers; its ``clock_share`` (the GPU time of those small kernels) is stretched by
-        the chip's :func:`~inferlab.model.roofline.clock_slowdown`::
+        ``step_overhead_s`` is fitted on :data:`FITTED_MODEL` on a full-clock chip. Its
+        ``clock_share`` is the GPU time of the small kernels between the matrix
+        multiplies: they run once per layer, so another model (a name or a
+        :class:`~inferlab.model.specs.ModelSpec`; default the fitted one) pays that part for
+        its own layers, and at the chip's clock, so a lower-clocked card stretches it by
+        its :func:`~inferlab.model.roofline.clock_slowdown`. The rest is the host's work of a
+        step (scheduling, bookkeeping, launching the step), paid once whatever the model's
+        depth and the GPU's clock::
 
-            step_overhead_s x layers / fitted layers
-                            x (1 - clock_share + clock_share x slowdown)
+            step_overhead_s x (1 - clock_share
+                               + clock_share x layers / fitted layers x slowdown)
         """
         share = checks.fraction("clock_share", self.clock_share)
         slowdown = clock_slowdown(chip, precision)
         depth = specs.as_model(FITTED_MODEL if model is None else model).layers
         layers = depth / specs.model(FITTED_MODEL).layers
-        return self.step_overhead_s * layers * (1 - share + share * slowdown)
+        return self.step_overhead_s * (1 - share + share * layers * slowdown)
 
     def replica_parameters(self, chip, precision: str, model=None) -> dict[str, float]:
         """The keyword arguments :func:`inferlab.model.steptime.replica` takes from a stack, for
@@ -381,7 +387,8 @@ def assumed_stack() -> Stack:
     """The software stack assumed for chips without a calibrated one:
     :data:`~inferlab.model.steptime.ATTAINABLE_FRACTION` of peak bandwidth and compute, and
     the fixed cost per step fitted for TensorRT-LLM at FP8, the one fixed cost the audited
-    results measure. An assumption.
+    results measure, split as that stack's is between the host and the small kernels
+    (``clock_share``). An assumption.
 
     Used in chapter 'Choosing hardware'.
     """
@@ -390,7 +397,7 @@ def assumed_stack() -> Stack:
                  f"{fitted.step_overhead_s * 1e3:.1f} ms per step)",
                  compute_efficiency=ATTAINABLE_FRACTION,
                  step_overhead_s=fitted.step_overhead_s,
-                 memory_efficiency=ATTAINABLE_FRACTION)
+                 memory_efficiency=ATTAINABLE_FRACTION, clock_share=fitted.clock_share)
 
 
 def stack_or_assumed(chip, precision: str) -> Stack:
