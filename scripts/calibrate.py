@@ -53,11 +53,11 @@ ANCHORS = {
 BORROWS_FROM = {"TensorRT-LLM FP8 (v4.1)": "TensorRT-LLM FP8",
                 "vLLM ROCm FP8 (v4.1)": "vLLM ROCm FP8"}
 
-#: Where a stack that runs on no lower-clocked card takes its ``clock_share``: the same
-#: engine's stack that does. The share also says how much of the fixed cost grows with a
-#: model's depth (:meth:`inferlab.serving.calibration.Stack.step_overhead_on`), so it
-#: matters for every model but the fitted one even where no card's clock tests it.
-CLOCK_SHARE_FROM = {"TensorRT-LLM FP4": "TensorRT-LLM FP8"}
+#: Where a stack that runs on no lower-clocked card takes its ``clock_share``: the one
+#: stack whose share an audited row measures. The share also says how much of the fixed
+#: cost grows with a model's depth (:meth:`inferlab.serving.calibration.Stack.step_overhead_on`),
+#: so it matters for every model but the fitted one even where no card's clock tests it.
+CLOCK_SHARE_FROM = {"TensorRT-LLM FP4": "TensorRT-LLM FP8", "vLLM ROCm FP8": "TensorRT-LLM FP8"}
 
 #: The latency-bound row each stack fits its ``clock_share`` on: a card that runs a
 #: full-power part's die at a lower clock (:func:`inferlab.model.roofline.clock_slowdown`).
@@ -213,19 +213,15 @@ def main(argv=None) -> int:
             found = replace(found, clock_share=lender.clock_share)
             assumed_note += f"; clock_share is the {lender.name} stack's"
         elif name in CLOCK_SHARE_FROM:
-            # No card this stack runs on is clocked below its full-power part, so no row
-            # measures its share; the same engine's measured one is taken.
+            # No card this stack runs on is clocked below its full-power part (the MI300X
+            # has the MI325X's datasheet peaks), so no row measures its share; the one
+            # measured share is taken.
             source = CLOCK_SHARE_FROM[name]
             lender = fitted[source] if source in fitted else stack(source)
             found = replace(found, clock_share=lender.clock_share)
-            assumed_note += (f"; clock_share is the {lender.name} stack's (the same engine; "
-                             "no card it runs on is clocked below its full-power part)")
-        else:
-            # No card the stack runs on is clocked below its full-power part (the MI300X
-            # has the MI325X's datasheet peaks), so no row measures a share.
-            assumed_note += ("; clock_share 0 takes the whole fixed cost as the host's, "
-                             "paid once a step whatever the model's depth (no card it runs "
-                             "on is clocked below its full-power part to measure a share)")
+            assumed_note += (f"; clock_share is the {lender.name} stack's, the one share an "
+                             "audited row measures (no card this stack runs on is clocked "
+                             "below its full-power part)")
         fitted[name] = found
         rows.append({
             "name": name,

@@ -25,8 +25,8 @@ Interactive result fits only its efficiency and borrows its successor's fixed co
   spent in small kernels takes :func:`~inferlab.model.roofline.clock_slowdown` times as
   long (:meth:`Stack.step_overhead_on`). One row pins only the product of share
   and slowdown; reading it as a share takes the datasheet ratio for the clock
-  ratio. TensorRT-LLM at FP4 runs on no such card and borrows it (same engine); vLLM
-  on ROCm keeps 0, which takes its whole fixed cost as the host's. The share also
+  ratio. The other stacks run on no such card and borrow it, the one share measured.
+  The share also
   splits the fixed cost by what it grows with (:meth:`Stack.step_overhead_on`): the
   small kernels run once per layer, so a model of another depth pays that part in
   proportion, while the rest (the host's scheduling and bookkeeping, paid at the
