@@ -12,6 +12,7 @@ from conftest import glued
 
 from inferlab.common.data import result
 from inferlab.lab.timing import clocks, rate_with_ttft_tok_per_s
+from inferlab.model import specs
 
 # LLMPerf's runs of 2023 asked for 150 output tokens ("550 in / 150 out").
 LLMPERF_OUTPUT_TOKENS = 150
@@ -89,3 +90,21 @@ def test_ex_pd_own_reasoning_holds_for_any_measured_run(ttft_s, tpot_s, n_out, p
     long_answer = rate_with_ttft_tok_per_s(1000, measured.ttft_s, r_own)
     long_prompt = rate_with_ttft_tok_per_s(n_out, measured.ttft_s * 2048 / prompt, r_own)
     assert long_prompt < same < long_answer < r_own
+
+
+@pytest.mark.build
+def test_ex_pd_head_the_head_is_charged_once_per_prompt(answers):
+    # Llama 3.1 8B's config: a 128,256-token vocabulary and a hidden size of 4,096; the
+    # head is its own matrix (untied), so a token's FLOPs are twice the parameters less
+    # the input embedding table, which is looked up, not multiplied.
+    llama8 = specs.model("Llama 3.1 8B")
+    assert (llama8.vocab_size, llama8.hidden_size) == (128_256, 4_096)
+    head = 2 * 128_256 * 4_096
+    per_token = 2 * (llama8.params_active - 128_256 * 4_096)
+    assert answers["ex_pd_head_vocab"] == 128_256
+    assert answers["ex_pd_head_share"] == pytest.approx(head / per_token)
+    # 1,000 positions through the layers and one through the head, against the head at
+    # every position: 999 heads more.
+    once = 1000 * (per_token - head) + head
+    assert answers["ex_pd_head_extra"] == pytest.approx(999 * head / once)
+    assert 0.06 < answers["ex_pd_head_extra"] < 0.08
