@@ -88,10 +88,10 @@ def anchor(table, row_id: str) -> dict:
             "ids": tuple(sorted(row["id"] for row in group))}
 
 
-def _lender(name: str, fitted: dict[str, Stack] | None) -> Stack:
-    """The stack :data:`BORROWS_FROM` names for ``name``: as fitted earlier in this run
-    (``fitted``) or, if not refitted now, as stored."""
-    source = BORROWS_FROM[name]
+def _lender(name: str, fitted: dict[str, Stack] | None, lenders=None) -> Stack:
+    """The stack ``lenders`` (default :data:`BORROWS_FROM`) names for ``name``: as fitted
+    earlier in this run (``fitted``) or, if not refitted now, as stored."""
+    source = (BORROWS_FROM if lenders is None else lenders)[name]
     return fitted[source] if fitted and source in fitted else stack(source)
 
 
@@ -216,8 +216,7 @@ def main(argv=None) -> int:
             # No card this stack runs on is clocked below its full-power part (the MI300X
             # has the MI325X's datasheet peaks), so no row measures its share; the one
             # measured share is taken.
-            source = CLOCK_SHARE_FROM[name]
-            lender = fitted[source] if source in fitted else stack(source)
+            lender = _lender(name, fitted, CLOCK_SHARE_FROM)
             found = replace(found, clock_share=lender.clock_share)
             assumed_note += (f"; clock_share is the {lender.name} stack's, the one share an "
                              "audited row measures (no card this stack runs on is clocked "

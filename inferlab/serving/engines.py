@@ -53,6 +53,7 @@ class ChunkedPrefill(PrefillPolicy):
         room = self.budget - n_run
         chunk_tokens = chunk_ctx = 0
         chunk_pairs = 0  # causal (query, key) pairs of the prompt pieces
+        finishing = 0    # prompts whose last position this step computes: rows of logits
         cur_prompt = e.cur_prompt
         for entry in prefilling:
             if room <= 0:
@@ -60,6 +61,7 @@ class ChunkedPrefill(PrefillPolicy):
             i, done_tokens = entry
             take = min(cur_prompt[i] - done_tokens, room)
             entry[1] = done_tokens + take
+            finishing += entry[1] == cur_prompt[i]
             room -= take
             chunk_tokens += take
             chunk_ctx += done_tokens + take
@@ -72,18 +74,13 @@ class ChunkedPrefill(PrefillPolicy):
                 reserved[i] = hold(cur_prompt[i])
                 e.kv_used += reserved[i]
                 prefilling.append([i, take])
+                finishing += take == cur_prompt[i]
                 room -= take
                 chunk_tokens += take
                 chunk_ctx += take
                 chunk_pairs += take * (take + 1) // 2
         tokens = n_run + chunk_tokens
         ctx_sum = e.ctx_sum
-        # Logits for each running request and each prompt this step finishes.
-        finishing = 0
-        for i, done_tokens in prefilling:
-            if done_tokens < cur_prompt[i]:
-                break
-            finishing += 1
         step = e.step_time(tokens, ctx_sum + chunk_ctx, ctx_sum + chunk_pairs,
                            n_run + finishing)
         t = e.t
