@@ -8,8 +8,9 @@ and whose accelerator is in ``data/hardware.csv`` is grouped with the rows it ca
 told apart from (same accelerator, count, weight format, scenario and stack: several
 submitters run the same eight GPUs). Each group is predicted once with
 :func:`inferlab.predict.predict`, on the benchmark's own data set under MLPerf's rules
-for it, and compared with the median of its reported values, so that a configuration
-many vendors submitted counts once.
+for it, as long as its rows' LoadGen logs say it ran (:func:`inferlab.accuracy.run_rules`),
+and compared with the median of its reported values, so that a configuration many
+vendors submitted counts once.
 
 **Llama 2 70B** (``data/mlperf_llama2_70b.csv``) is where the stacks are fitted: groups
 that hold a row a stack was fitted on (``fitted_on`` in ``data/stacks.csv``) are reported
@@ -25,7 +26,7 @@ any of their rows. For each, the last line is
     benchmark=NAME median_abs_error=E groups=N rows=R
 
 The book's appendix 'How far the model carries' (``book/model_accuracy.md``) draws the
-Offline groups of this same scoring, each benchmark under MLPerf's full rules.
+Offline groups of this same scoring, each run as long as its submitters ran it.
 
 Targets (issue 13, Llama 2 70B): E <= 0.15 over groups not used for calibration, every
 drop within 8 points. Issue 29, held out: E <= 0.15 for Llama 3.1 8B and 405B, <= 0.25

@@ -60,7 +60,8 @@ def server_search_seconds(args) -> str:
     """Median wall-clock seconds over ``--repeats`` of one LoadGen Server-rate search for the
     scenarios chapter's example system (Llama 2 70B on 8x H200, MLPerf's full run rules with
     equal issue, its Offline-rate probe included)."""
-    from inferlab.serving.loadgen import example_system, find_server_rate
+    from inferlab.serving.example import example_system
+    from inferlab.serving.loadgen import find_server_rate
 
     times = []
     for _ in range(args.repeats):

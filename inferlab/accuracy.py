@@ -10,19 +10,21 @@ group of a benchmark other than Llama 2 70B, is *held out*.
 Llama 2 70B's rows are ``data/mlperf_llama2_70b.csv``; the other LLM benchmarks' rows
 (Llama 3.1 8B, Llama 3.1 405B, Mixtral 8x7B, DeepSeek-R1) are
 ``data/mlperf_llm_results.csv``. Each benchmark is predicted on its own data set
-(:meth:`inferlab.benchmark.workload.Workload.dataset`) under MLPerf's rules for it, or a scaled copy
-of them for a page that must build quickly.
+(:meth:`inferlab.benchmark.workload.Workload.dataset`) under MLPerf's rules for it, run as long as
+its submitters ran it (:func:`run_rules`), or a scaled copy of that for a page that must
+build quickly.
 
 Used by ``benchmarks/model_accuracy.py`` and chapter 'Batching'.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS
-from inferlab.benchmark.verdict import mlperf_rules
+from inferlab.benchmark.verdict import RunRules, mlperf_rules
 from inferlab.common import checks
 from inferlab.common.data import load_table
 from inferlab.model.feasibility import Infeasible
@@ -77,11 +79,45 @@ def row_groups(table) -> tuple[dict[tuple, list[dict]], list[tuple[str, str]]]:
     return found, skipped
 
 
+def run_rules(benchmark: str, scenario: str, group, *, scale: float = 1.0) -> RunRules:
+    """MLPerf's rules for ``benchmark``, lengthened to the run its rows record.
+
+    A submitter may run longer than ``mlperf.conf`` asks (more queries, a longer minimum
+    duration, set in ``user.conf``), and the run's LoadGen log says so: the rows'
+    ``run_queries`` and ``run_duration_s``. A run of long answers gives another result
+    when it is longer (a short Offline run is more drain tail; a short Server run can end
+    before its queue has grown), so the model runs the group as its rows ran: the lower
+    median of what they record, never below MLPerf's minimum, times ``scale``. A group
+    with no log behind it (a results table's row) gets MLPerf's minimum.
+    """
+    checks.option("benchmark", benchmark, ("llama2-70b", *HELD_OUT))
+    checks.option("scenario", scenario, SCENARIOS)
+    if isinstance(group, (str, bytes)) or not all(isinstance(row, dict) for row in group):
+        raise ValueError("group: give the group's rows, each a dict (as row_groups gives "
+                         "them)")
+    rules = mlperf_rules(benchmark, scale=scale)
+    recorded = [row for row in group if _recorded(row.get("run_queries"))]
+    if not recorded:
+        return rules
+    queries = statistics.median_low(int(row["run_queries"]) for row in recorded)
+    duration = statistics.median_low(float(row["run_duration_s"]) for row in recorded)
+    rules = replace(rules, min_duration_s=max(rules.min_duration_s, duration * scale))
+    if scenario == "Offline":
+        return replace(rules, offline_min_samples=max(rules.offline_min_samples,
+                                                      math.ceil(queries * scale)))
+    return replace(rules, min_queries=max(rules.min_queries, math.ceil(queries * scale)))
+
+
+def _recorded(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
+
+
 def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_names=None,
           on_group=None) -> tuple[list[Scored], list[tuple[str, str]]]:
     """Predict every group of ``benchmark`` in ``scenarios`` and pair it with its median.
 
-    ``scale`` shortens MLPerf's runs (:func:`inferlab.benchmark.verdict.mlperf_rules`);
+    Each group runs as long as its rows record (:func:`run_rules`); ``scale`` shortens
+    that (:func:`inferlab.benchmark.verdict.mlperf_rules`);
     ``stack_names`` keeps only those stacks' groups. ``on_group``, if given, sees each
     :class:`Scored` as it is computed (a benchmark prints it). Returns the scored groups
     and the skipped rows with their reasons, a refused prediction among them.
@@ -91,7 +127,6 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
     fitted_ids = {row_id for known in stacks().values() for row_id in known.fitted_on}
     found, skipped = row_groups(rows)
     model = BENCHMARK_MODELS[benchmark]
-    rules = mlperf_rules(benchmark, scale=scale)
     scored = []
     for key, group in sorted(found.items()):
         chip, chips, precision, scenario, name = key
@@ -99,7 +134,8 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
             continue
         try:
             result = predict(chip, chips, model, precision, scenario, workload=benchmark,
-                             stack=stack(name), rules=rules)
+                             stack=stack(name),
+                             rules=run_rules(benchmark, scenario, group, scale=scale))
         except (Infeasible, ValueError) as error:
             skipped.extend((row["id"], f"not predicted: {error}") for row in group)
             continue

@@ -53,14 +53,12 @@ from inferlab.model.capacity import (
 from inferlab.model.feasibility import Infeasible, Layout, fewest_chips, layout
 from inferlab.model.parallel import ChipSpread, chip_spread
 from inferlab.model.steptime import ATTAINABLE_FRACTION
+from inferlab.serving.example import EXAMPLE_OUTPUT_MEAN, EXAMPLE_PROMPT, example_replica
 from inferlab.serving.fixed_shapes import COMPILE_S_PER_SHAPE, padding_waste, recompile_cost
 from inferlab.serving.simulator import (
-    EXPLORER_OUTPUT_MEAN,
-    EXPLORER_PROMPT,
     MIN_LOAD,
     FixedShape,
     Scheduler,
-    explorer_replica,
     offline_throughput,
     simulate,
 )
@@ -280,7 +278,7 @@ def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str,
     """Simulate a GPU-style and a fixed-shape server on the same chip and arrivals.
 
     The server is the batching chapter's (Llama 2 70B, FP8, one H200,
-    :func:`inferlab.serving.simulator.explorer_replica`), at ``load`` times the fixed-shape
+    :func:`inferlab.serving.example.example_replica`), at ``load`` times the fixed-shape
     server's saturation rate; GPU-style is continuous batching with chunked prefill
     and paged memory, fixed-shape is :data:`SIM_FIXED_SHAPE`. Returns the two runs'
     percentiles, keyed ``"gpu"`` and ``"fixed-function"``. Cached.
@@ -289,19 +287,19 @@ def latency_spread(load: float = 0.6, n: int = 1500, seed: int = 4) -> dict[str,
     """
     load = checks.real("load", load, low=MIN_LOAD, high=1.0, high_open=True)
     count = checks.whole("n", n, maximum=MAX_SPREAD_REQUESTS)
-    server = explorer_replica()
+    server = example_replica()
     # The fixed-shape server holds a full compiled batch at the compiled context: refuse
     # (feasibility.Infeasible) a shape set the chip cannot hold.
     server.layout.check(SIM_FIXED_SHAPE.batch_buckets[-1], SIM_FIXED_SHAPE.context_tokens)
-    output = Lengths(EXPLORER_OUTPUT_MEAN, cv=1.0, min_tokens=2, max_tokens=1024)
+    output = Lengths(EXAMPLE_OUTPUT_MEAN, cv=1.0, min_tokens=2, max_tokens=1024)
     schedulers = {
         "gpu": Scheduler(max_batch=64),
         "fixed-function": Scheduler(max_batch=64, chunked_prefill=False, kv_policy="reserve",
                                     fixed_shape=SIM_FIXED_SHAPE),
     }
-    saturating = make_requests(2000, EXPLORER_PROMPT, output, arrival="all_at_once", seed=seed)
+    saturating = make_requests(2000, EXAMPLE_PROMPT, output, arrival="all_at_once", seed=seed)
     capacity = offline_throughput(server, saturating, schedulers["fixed-function"]).requests_per_s
-    arrivals = make_requests(count, EXPLORER_PROMPT, output, rate_per_s=1.0, seed=seed + 1)
+    arrivals = make_requests(count, EXAMPLE_PROMPT, output, rate_per_s=1.0, seed=seed + 1)
     spreads = {}
     for name, scheduler in schedulers.items():
         run = simulate(server, arrivals.at_rate(load * capacity), scheduler)
@@ -375,7 +373,7 @@ class Requirements:
     tail_ratio_max: float = 3.0
     changes_per_month: float = 1.0
     tokens_per_day: float = 1e9
-    prompt: Lengths = EXPLORER_PROMPT
+    prompt: Lengths = EXAMPLE_PROMPT
     context_tokens: int = 2048
 
     def __post_init__(self) -> None:

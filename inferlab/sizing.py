@@ -23,7 +23,7 @@ from inferlab.common import checks
 from inferlab.common.data import load_table
 from inferlab.costs import ChipPrice
 from inferlab.model import specs
-from inferlab.model.feasibility import Infeasible, layout
+from inferlab.model.feasibility import fitting_layouts
 from inferlab.model.roofline import request_flop, sustained_flop_per_s
 from inferlab.predict import (
     predict,
@@ -275,25 +275,17 @@ class _Chip:
 def replica_layouts(hw: specs.Chip, model: specs.ModelSpec, precision: str,
                      most: int) -> list[tuple[int, int, int]]:
     """``(tp, pp, ep)`` of every replica the planner tries on ``hw`` (module docstring)."""
-    found, last = [], None
     widths = [1 << k for k in range(8) if (1 << k) <= max(1, min(hw.domain_chips or 1, most))]
-    for tp in widths:
-        pp = 1
-        while tp * pp <= most:
-            try:
-                layout(model, hw, precision, tp=tp, pp=pp)
-            except Infeasible as error:
-                last = error
-                if error.kind == "domain":
-                    break
-                pp *= 2
-                continue
-            experts = {1}
-            if model.experts > 1 and model.experts_per_token < model.experts \
-                    and model.experts % tp == 0:
-                experts.add(tp)
-            found.extend((tp, pp, ep) for ep in sorted(experts))
-            break
+    stages = [1 << k for k in range(most.bit_length())]
+    fitting, last = fitting_layouts(model, hw, precision, widths, stages,
+                                    lambda tp, pp: tp * pp <= most)
+    found = []
+    for tp, pp in fitting:
+        experts = {1}
+        if model.experts > 1 and model.experts_per_token < model.experts \
+                and model.experts % tp == 0:
+            experts.add(tp)
+        found.extend((tp, pp, ep) for ep in sorted(experts))
     if not found:
         if last is not None:
             raise Refused(str(last))

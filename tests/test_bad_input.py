@@ -73,6 +73,8 @@ EXEMPT = {
     "memo.stale": "reads every JSON file of the folder it is given (test_results_store.py)",
     # Not long-running, but it parses a trace only a LoadGen run writes (test_real_loadgen).
     "real_loadgen.read_trace": "needs the trace file of a real LoadGen run",
+    # Its request log is a QueryLog, whose checks are fuzzed as verdict.QueryLog.
+    "simulator.SimResult": "built by simulate from its engine's record, never by a caller",
 }
 
 
@@ -252,7 +254,7 @@ GOOD = {
     "flop_per_s": 1e12, "fraction": 0.5, "function": math.sqrt, "gain": np.ones(4),
     "hardware_family": "NVIDIA", "head_width": 4, "heads": 2, "hidden_size": 64,
     "high": 4.0, "ids": ["groq-claim-l2-70b"], "intensity_flop_per_byte": 10.0,
-    "issued_s": np.zeros(2), "iterations": 10, "k": 2, "k_max": 8, "kind": "open-loop",
+    "iterations": 10, "k": 2, "k_max": 8, "kind": "open-loop",
     "kv_bytes_per_token": 1e5, "kv_heads": 1, "kv_kib_per_token": 128.0, "label": "claim",
     "largest": 2048, "latencies_s": np.linspace(0.1, 1.0, 100), "layers": 2,
     "link_bytes_per_s": 1e11, "llama2_tokens": 100, "log": _query_log, "logits": np.ones(4),
@@ -290,7 +292,7 @@ GOOD = {
     "figure": _figure,
     "rules": lambda: importlib.import_module("inferlab.benchmark.verdict").mlperf_rules(),
     "workload": lambda: importlib.import_module("inferlab.benchmark.workload").Workload(),
-    "system": lambda: importlib.import_module("inferlab.serving.loadgen").example_system(),
+    "system": lambda: importlib.import_module("inferlab.serving.example").example_system(),
     "scheduler": lambda: importlib.import_module("inferlab.serving.scheduler").Scheduler(),
     "passes": lambda: (lambda x: x < 3), "trial": lambda: (lambda x: x < 3.0),
     "row": lambda: importlib.import_module("inferlab.common.data").result("groq-claim-l2-70b"),
@@ -299,7 +301,10 @@ GOOD = {
     "path": lambda: None, "outdir": lambda: None, "test_settings": lambda: None,
     "engine.KVCache.batch": 1, "traffic.Requests.prompt_tokens": np.full(2, 8),
     "traffic.Requests.output_tokens": np.full(2, 4), "verdict.QueryLog.output_tokens":
-        np.full(2, 4), "early_stopping.binomial_cdf.n": 10, "bisection.least_integer.low": 0,
+        np.full(2, 4), "verdict.QueryLog.percentile.metric": "ttft",
+    "feasibility.fitting_layouts.widths": [1, 2], "feasibility.fitting_layouts.stages": [1, 2],
+    "feasibility.fitting_layouts.allowed": lambda: lambda tp, pp: True,
+    "early_stopping.binomial_cdf.n": 10, "bisection.least_integer.low": 0,
     "bisection.least_integer.high": 8, "bisection.bisect.target": 1.5,
     "sentencepiece_bpe.SentencePieceBPE.tokens": ["a", "b", "ab"],
     "real_loadgen.Script.ttft_s": np.full(2, 0.1), "real_loadgen.Script.tpot_s":
@@ -385,6 +390,10 @@ GOOD = {
     "accuracy.benchmark": "deepseek-r1", "accuracy.scenarios": ("Offline",),
     "accuracy.row_groups.table": lambda: __import__("inferlab.accuracy").accuracy.audited_rows(
         "deepseek-r1"),
+    "accuracy.run_rules.group": lambda: next(iter(__import__("inferlab.accuracy").accuracy
+                                                  .row_groups(__import__("inferlab.accuracy")
+                                                              .accuracy.audited_rows(
+                                                                  "deepseek-r1"))[0].values())),
     "accuracy.median_abs_error.scored": lambda: __import__("inferlab.accuracy").accuracy.score(
         "deepseek-r1", scenarios=("Offline",))[0],
     "calibration.Stack.compute_efficiency": 0.5, "calibration.Stack.step_overhead_s": 0.01,

@@ -162,3 +162,19 @@ def test_every_feasible_layout_has_a_finite_step_time():
                 assert math.isfinite(float(rep.step_s(1000.0, 1))), (hw.name, precision, tp, pp)
                 checked += 1
     assert checked >= 6
+
+
+def test_the_one_layout_search_finds_the_shallowest_pipeline_per_width_and_says_why_not():
+    big, h100 = model("Llama 3.1 405B"), chip("NVIDIA H100 SXM")
+    # 406 GB of FP8 weights on 80 GB cards need six of them: each width takes the fewest
+    # stages that reach that many, and a width past the eight-chip domain ends the search.
+    found, last = fz.fitting_layouts(big, h100, "fp8", [1, 2, 4, 8, 16], [1, 2, 4, 8, 16],
+                                     lambda tp, pp: True)
+    assert found == [(1, 8), (2, 4), (4, 2), (8, 1)]
+    assert last.kind == "domain"
+    # What a caller allows is the only difference between the predictor's search and the
+    # planner's: here no layout of four chips or fewer holds the weights, and the refusal
+    # says how many would.
+    found, last = fz.fitting_layouts(big, h100, "fp8", [1, 2, 4], [1, 2, 4],
+                                     lambda tp, pp: tp * pp <= 4)
+    assert found == [] and last.kind == "capacity" and "at least 6 chips" in str(last)

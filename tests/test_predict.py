@@ -331,3 +331,54 @@ def test_scenario_pairs_are_the_systems_that_ran_both_bounded_scenarios():
     assert nebius["drop"] == pytest.approx(1 - 59622.73 / 101610.58)
     assert all(0 < p["drop"] < 1 for p in pairs)
     assert nebius["server_key"][:4] == ("NVIDIA B200", 8, "fp4", "Server")
+
+
+def test_each_group_runs_as_long_as_its_rows_record_never_shorter_than_mlperf():
+    from inferlab.accuracy import audited_rows, row_groups, run_rules
+    from inferlab.benchmark.mlperf import MLPERF_MIN_DURATION_S, OFFLINE_MIN_SAMPLES
+
+    groups = row_groups(audited_rows("deepseek-r1"))[0]
+    offline = next(g for key, g in groups.items() if key[:2] == ("NVIDIA B200", 8)
+                   and key[3] == "Offline")
+    server = next(g for key, g in groups.items() if key[:2] == ("NVIDIA B200", 8)
+                  and key[3] == "Server")
+    # Every submitter of R1 on eight B200s issued six passes of the data set, LoadGen logs
+    # say, in both scenarios.
+    assert {row["run_queries"] for row in offline + server} == {6 * 4_388}
+    ran = run_rules("deepseek-r1", "Offline", offline)
+    assert ran.offline_min_samples == 6 * 4_388 > OFFLINE_MIN_SAMPLES["deepseek-r1"]
+    assert run_rules("deepseek-r1", "Server", server).min_queries == 6 * 4_388
+    half = run_rules("deepseek-r1", "Offline", offline, scale=0.5)
+    assert half.offline_min_samples == 3 * 4_388
+    assert half.min_duration_s == MLPERF_MIN_DURATION_S * 0.5
+    # A row with no log behind it (a results table's), or a record below MLPerf's minimum,
+    # leaves MLPerf's rules as they are.
+    minimum = mlperf_rules("deepseek-r1")
+    assert run_rules("deepseek-r1", "Offline", [{"run_queries": math.nan}]) == minimum
+    short = run_rules("deepseek-r1", "Offline", [{"run_queries": 10, "run_duration_s": 60}])
+    assert short == minimum
+    # A longer recorded duration lengthens the run too.
+    longer = run_rules("llama3.1-405b", "Server", [{"run_queries": 100,
+                                                    "run_duration_s": 5_400}])
+    assert longer.min_duration_s == 5_400 and longer.min_queries == 100
+
+
+def test_the_recorded_run_lengths_meet_mlperfs_minimums_and_come_in_pairs():
+    from inferlab.benchmark.mlperf import (
+        MLPERF_MIN_DURATION_S,
+        MLPERF_MIN_QUERIES,
+        OFFLINE_MIN_SAMPLES,
+    )
+
+    table = load_table("mlperf_llm_results")
+    recorded = table["run_queries"].notna()
+    assert (recorded == table["run_duration_s"].notna()).all()
+    # Every row whose source is its own LoadGen log records its run; a results table's
+    # row cannot.
+    from_log = table["source"].str.endswith("mlperf_log_summary.txt")
+    assert (recorded == from_log).all()
+    for row in table[recorded].to_dict("records"):
+        least = (OFFLINE_MIN_SAMPLES[row["benchmark"]] if row["scenario"] == "Offline"
+                 else MLPERF_MIN_QUERIES)
+        assert row["run_queries"] >= least, row["id"]
+        assert row["run_duration_s"] >= MLPERF_MIN_DURATION_S, row["id"]

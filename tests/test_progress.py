@@ -86,7 +86,8 @@ def test_an_iterable_without_a_length_needs_a_total():
 
 def test_a_loop_takes_the_bar_as_an_argument_and_refuses_what_is_not_one():
     from inferlab.common import checks
-    from inferlab.serving.loadgen import example_system, find_server_rate
+    from inferlab.serving.example import example_system
+    from inferlab.serving.loadgen import find_server_rate
 
     # None passes the items through, closable as a bar is; a bar wraps them with its label.
     quiet = checks.shown("progress", None, range(3), label="ignored")

@@ -1,11 +1,13 @@
 """How MLPerf LoadGen judges a run, whoever ran it: the query log it records, the rules a run
 must meet, and the verdict in the shape of ``mlperf_log_summary.txt``.
 
-A :class:`QueryLog` holds, per query, when it was issued, when its first and last token came
-back and how many tokens it produced; the serving simulator (:mod:`inferlab.serving.loadgen`),
-the real LoadGen (:mod:`inferlab.serving.real_loadgen`) and a measured endpoint all produce
-one. :func:`judge` checks it as LoadGen does (``loadgen/results.cc``, ``loadgen/mlperf.conf``
-and the MLPerf Inference rules, section "Early stopping"):
+A :class:`QueryLog` holds, per query, when it arrived (LoadGen issued it), when its first and
+last token came back and how many tokens it produced, and derives every latency from those:
+the one request log of the package. The serving simulator's result
+(:class:`inferlab.serving.simulator.SimResult`) is one with the engine's records added, the
+real LoadGen (:mod:`inferlab.serving.real_loadgen`) and a measured endpoint produce one.
+:func:`judge` checks it as LoadGen does (``loadgen/results.cc``, ``loadgen/mlperf.conf`` and
+the MLPerf Inference rules, section "Early stopping"):
 
 - **minimum duration**: 600 s, measured to the last query *scheduled* (Server),
   the last query *issued* (Single-Stream) or the last sample *finished* (Offline);
@@ -23,8 +25,8 @@ and the MLPerf Inference rules, section "Early stopping"):
   (``results.cc`` joins the two with ``&&``).
 
 TPOT of a query is MLPerf's: ``(latency - first-token latency) / (tokens - 1)``.
-A one-token answer has no TPOT: LoadGen logs it as a runtime error ("Number of
-tokens need to be greater than 1"), and :func:`judge` raises ``ValueError``.
+A one-token answer has no TPOT (``nan`` in the log); LoadGen logs it as a runtime error
+("Number of tokens need to be greater than 1"), and :func:`judge` raises ``ValueError``.
 
 Nothing here runs a system: it depends on MLPerf's definitions alone, so a measured run
 is judged without loading the simulator.
@@ -62,15 +64,20 @@ from inferlab.benchmark.mlperf import (
 from inferlab.common import checks
 
 #: The most queries a run holds. It leaves room for the largest audited Offline run in
-#: ``data/`` (eight B200s on Llama 3.1 8B issue 726,000 samples to last 600 s) at a
-#: modelled rate well above the reported one; two million take the simulator about ten
-#: seconds.
+#: ``data/`` that the model predicts (eight B200s on Llama 3.1 8B issued 726,000 samples to
+#: last 600 s) at a modelled rate well above the reported one; two million take the
+#: simulator about ten seconds. One audited run issued more (2,323,200 samples of Mixtral
+#: 8x7B over 2,400 s); its group is not predicted, and says why.
 MAX_QUERIES = 2 * 10**6
 
 
 
 #: The longest minimum duration a run's rules may ask for, a day (144 times MLPerf's).
 MAX_DURATION_S = 86_400.0
+
+#: The per-request latencies a log gives percentiles of (time to first token, time per
+#: output token and end-to-end latency).
+METRICS = ("ttft", "tpot", "e2e")
 
 
 def _check_token_counts(tokens: np.ndarray) -> None:
@@ -84,34 +91,35 @@ def _check_token_counts(tokens: np.ndarray) -> None:
 
 @dataclass(frozen=True, eq=False)
 class QueryLog:
-    """What LoadGen records of a run, one entry per query, in seconds from the start.
+    """What a run records of each request, in seconds from its start, in request order.
 
-    ``issued_s`` is when the query was sent (for Server, its scheduled time);
-    ``first_token_s`` and ``finish_s`` when its first and last token came back;
-    ``output_tokens`` how many tokens it produced.
+    ``arrival_s`` is when the request reached the system (LoadGen issued it; for Server,
+    its scheduled time); ``first_token_s`` and ``finish_s`` when its first and last token
+    came back; ``output_tokens`` how many tokens it produced. Derived: :attr:`ttft_s`,
+    :attr:`tpot_s`, :attr:`e2e_s` and :meth:`percentile` of each.
 
-    Used in chapter 'Benchmark scenarios'.
+    Used in chapters 'Batching' and 'Benchmark scenarios'.
     """
 
-    issued_s: np.ndarray
+    arrival_s: np.ndarray
     first_token_s: np.ndarray
     finish_s: np.ndarray
     output_tokens: np.ndarray
 
     def __post_init__(self) -> None:
         arrays = {name: np.asarray(getattr(self, name), dtype=float)
-                  for name in ("issued_s", "first_token_s", "finish_s")}
+                  for name in ("arrival_s", "first_token_s", "finish_s")}
         # Checked before the int64 cast below, which turns NaN into -2**63 silently.
         tokens = checks.wholes("output_tokens", self.output_tokens)
         n = tokens.size
         for name, array in arrays.items():
             if array.shape != (n,) or not np.all(np.isfinite(array)):
                 raise ValueError(f"{name}: give {n} finite times, one per query")
-        if np.any(arrays["issued_s"] < 0):
-            raise ValueError("issued_s: times are seconds from the start of the test, >= 0")
-        if (np.any(arrays["first_token_s"] < arrays["issued_s"])
+        if np.any(arrays["arrival_s"] < 0):
+            raise ValueError("arrival_s: times are seconds from the start of the test, >= 0")
+        if (np.any(arrays["first_token_s"] < arrays["arrival_s"])
                 or np.any(arrays["finish_s"] < arrays["first_token_s"])):
-            raise ValueError("finish_s: times must run issued <= first token <= finish")
+            raise ValueError("finish_s: times must run arrival <= first token <= finish")
         for name, array in arrays.items():
             object.__setattr__(self, name, array)
         object.__setattr__(self, "output_tokens", tokens)
@@ -122,33 +130,48 @@ class QueryLog:
     def head(self, n: int) -> QueryLog:
         """The first ``n`` queries (by position) as a log of their own."""
         n = checks.whole("n", n)
-        return QueryLog(self.issued_s[:n], self.first_token_s[:n], self.finish_s[:n],
+        return QueryLog(self.arrival_s[:n], self.first_token_s[:n], self.finish_s[:n],
                         self.output_tokens[:n])
 
     @property
     def ttft_s(self) -> np.ndarray:
-        """Time to first token of every query."""
-        return self.first_token_s - self.issued_s
+        """Time to first token of every query, queueing plus prefill."""
+        return self.first_token_s - self.arrival_s
 
     @property
-    def latency_s(self) -> np.ndarray:
-        """Whole-query latency, issue to last token."""
-        return self.finish_s - self.issued_s
+    def e2e_s(self) -> np.ndarray:
+        """End-to-end latency of every query, arrival to last token."""
+        return self.finish_s - self.arrival_s
 
     @property
     def tpot_s(self) -> np.ndarray:
-        """MLPerf's time per output token, ``(latency - TTFT) / (tokens - 1)``.
-
-        Raises ``ValueError`` if a query produced one token: it has no TPOT, and
-        LoadGen logs it as a runtime error.
-        """
-        _check_token_counts(self.output_tokens)
+        """MLPerf's time per output token, ``(finish - first token) / (tokens - 1)``;
+        ``nan`` for a one-token answer, which has no gap to time (:func:`judge` refuses
+        such a log, as LoadGen does)."""
         return time_per_output_token(self.first_token_s, self.finish_s, self.output_tokens)
 
     @property
     def tokens(self) -> int:
         """Output tokens over the whole run."""
         return int(np.sum(self.output_tokens))
+
+    def percentile(self, metric: str, q) -> float | np.ndarray:
+        """The ``q``-th percentile (0-100, number or array) of ``"ttft"``, ``"tpot"`` or
+        ``"e2e"``, by linear interpolation (LoadGen's own is
+        :func:`~inferlab.benchmark.early_stopping.loadgen_percentile`).
+
+        Requests with no value (TPOT of one-token outputs) are left out.
+        """
+        checks.option("metric", metric, METRICS)
+        q_arr = np.asarray(q, dtype=float)
+        if not np.all((q_arr >= 0) & (q_arr <= 100)):
+            raise ValueError(f"q: {q!r} is not allowed; give percentiles in [0, 100]")
+        values = getattr(self, f"{metric}_s")
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            return float("nan") if q_arr.ndim == 0 else np.full(q_arr.shape, np.nan)
+        result = np.percentile(values, q_arr)
+        return float(result) if np.ndim(result) == 0 else result
 
 
 @dataclass(frozen=True)
@@ -343,7 +366,7 @@ def judge(log: QueryLog, scenario: str, model: str = "llama2-70b", *,
             reasons.append(f"{n:,} samples, fewer than the minimum {rules.offline_min_samples:,}")
         checked = _Checks(log.tokens / duration, "tokens/s")
     else:
-        duration = float(np.max(log.issued_s)) - start
+        duration = float(np.max(log.arrival_s)) - start
         min_queries_met = n >= rules.min_queries
         if not min_queries_met:
             reasons.append(f"{n:,} queries, fewer than the minimum {rules.min_queries:,}")
@@ -389,7 +412,7 @@ def _single_stream_checks(log: QueryLog, rules: RunRules, reasons: list[str]) ->
     if not early_met:
         reasons.append(f"early stopping needs at least {early[0].needed} queries; the run "
                        f"has {len(log)}")
-    return _Checks(loadgen_percentile(log.latency_s, p), "s",
+    return _Checks(loadgen_percentile(log.e2e_s, p), "s",
                    loadgen_percentile(log.ttft_s, p), loadgen_percentile(log.tpot_s, p),
                    None, tuple(early), early_met)
 
@@ -426,9 +449,9 @@ def _bounded_checks(log: QueryLog, scenario: str, model: str, limit: LatencyBoun
     # LoadGen's "Completed tokens per second": every token over the time at which the
     # last *scheduled* query finished (final_query_all_samples_done_time in
     # loadgen/results.cc), not the latest finish of any query. The clock starts at 0.
-    last = int(np.argmax(log.issued_s))
+    last = int(np.argmax(log.arrival_s))
     done = float(log.finish_s[last])
-    scheduled = float(log.issued_s[last])
+    scheduled = float(log.arrival_s[last])
     return _Checks(log.tokens / done, "tokens/s", ttft_p99, tpot_p99, perf_met, tuple(early),
                    early_met, (n - 1) / scheduled if scheduled > 0 else math.nan,
                    (n - 1) / done if done > 0 else math.nan)

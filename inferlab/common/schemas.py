@@ -369,6 +369,16 @@ SCHEMAS: dict[str, dict[str, Column]] = {
             1, 500_000, "tokens/s", "per accelerator: ~20 (Llama 3.1 405B Interactive on an "
             "H100) to ~20,000 (Llama 3.1 8B Offline on a B200), with margin either side",
             per="accelerators")),
+        # How long the run was, from the same LoadGen log: a submitter may run longer than
+        # mlperf.conf's minimum (user.conf), and a run of long answers gives another result
+        # when it is longer. Empty where the row's source is a results table, not its log.
+        "run_queries": _integer(_Range(
+            1, 10_000_000, "queries", "Offline: the samples issued (8,313 to 2.3 million "
+            "here); Server and Interactive: the query minimum (100, or a submitter's own)"),
+            required=False),
+        "run_duration_s": _integer(_Range(
+            60, 86_400, "s", "the minimum duration: mlperf.conf's 600 s, or up to 30,000 "
+            "that a submitter set"), required=False),
         "source": _source(),
         "note": _text(required=False),
     },

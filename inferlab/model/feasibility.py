@@ -226,6 +226,38 @@ def layout(
     return Layout(spec, hw, precision, kv_precision, tp, pp, reserve, weights, per_token, usable)
 
 
+def fitting_layouts(model: specs.ModelSpec, chip: specs.Chip, precision: str, widths,
+                    stages, allowed) -> tuple[list[tuple[int, int]], Infeasible | None]:
+    """For each tensor-parallel width in ``widths``, the first of ``stages`` (pipeline
+    depths, shallowest first) whose :func:`layout` fits and which ``allowed(tp, pp)``
+    admits; and the last refusal met, ``None`` if there was none.
+
+    A width outside the chip's scale-up domain tries no deeper pipeline: a deeper one
+    crosses the same domain. The one search behind the predictor's layouts and the
+    planner's replicas, which differ only in what they allow (a count that divides the
+    system, or one within a budget).
+    """
+    widths = [int(tp) for tp in checks.wholes("widths", widths)]
+    stages = [int(pp) for pp in checks.wholes("stages", stages)]
+    if not callable(allowed):
+        raise ValueError(f"allowed: {allowed!r} is not a function of (tp, pp)")
+    found, last = [], None
+    for tp in widths:
+        for pp in stages:
+            if not allowed(tp, pp):
+                continue
+            try:
+                layout(model, chip, precision, tp=tp, pp=pp)
+            except Infeasible as error:
+                last = error
+                if error.kind == "domain":
+                    break
+                continue
+            found.append((tp, pp))
+            break
+    return found, last
+
+
 def fewest_chips(model: str | specs.ModelSpec, chip: str | specs.Chip, precision: str = "fp8",
                  *, batch: int = 1, context_tokens: int = 1,
                  reserve_fraction: float = ACTIVATION_RESERVE_FRACTION) -> int:

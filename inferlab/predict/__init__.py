@@ -72,7 +72,7 @@ from inferlab.benchmark.workload import Workload, check_fits_context, datasets
 from inferlab.common import checks
 from inferlab.common.memo import remembered
 from inferlab.model import specs
-from inferlab.model.feasibility import Infeasible, layout
+from inferlab.model.feasibility import Infeasible, fitting_layouts, layout
 from inferlab.model.steptime import replica
 from inferlab.serving.calibration import Stack, stack, stack_for, stacks
 from inferlab.serving.loadgen import (
@@ -258,31 +258,11 @@ def layout_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelS
     """
     hw, spec = specs.as_chip(chip), specs.as_model(model)
     chips = _chips(chips)
-    widths = []
-    tp = 1
-    while tp <= chips:
-        widths.append(tp)
-        tp *= 2
-    if tps is not None:
-        widths = tps
-    stages = [checks.whole("pp", pp, maximum=chips)] if pp is not None else None
-    found, last = [], None
-    for tp in widths:
-        if chips % tp:
-            continue
-        options = stages or ([1] + [2**k for k in range(1, 7)] if pipeline else [1])
-        for stage_count in options:
-            if chips % (tp * stage_count):
-                continue
-            try:
-                layout(spec, hw, precision, tp=tp, pp=stage_count)
-            except Infeasible as error:
-                last = error
-                if error.kind == "domain":
-                    break
-                continue
-            found.append((tp, stage_count))
-            break
+    widths = tps if tps is not None else [1 << k for k in range(chips.bit_length())]
+    stages = ([checks.whole("pp", pp, maximum=chips)] if pp is not None
+              else [2**k for k in range(7)] if pipeline else [1])
+    found, last = fitting_layouts(spec, hw, precision, widths, stages,
+                                  lambda tp, pp: chips % (tp * pp) == 0)
     if not found:
         if last is None:
             raise ValueError(f"chips: no layout of {chips} chips has the given tp and pp; give "

@@ -1,8 +1,8 @@
 """A serving engine, modelled: the batching configuration (``scheduler``) and the engines that
 run it (``engines``), the step-by-step simulator (``simulator``), the stacks fitted on audited
 results (``calibration``), speculative decoding (``speculative``), fixed compiled shapes
-(``fixed_shapes``), and MLPerf's scenarios run against the model (``loadgen``) or through the
-real LoadGen (``real_loadgen``).
+(``fixed_shapes``), MLPerf's scenarios run against the model (``loadgen``) or through the
+real LoadGen (``real_loadgen``), and the book's running example server (``example``).
 """
 
 from inferlab import submodule

@@ -593,15 +593,8 @@ class StaticEngine:
                 # Wait for the next arrival or the head's timeout, whichever is first.
                 t = min(incoming[0][0], arrival[waiting[0]] + sch.batch_timeout_s)
                 continue
-            # Take the longest prefix of the queue whose padded rectangle of cache fits.
-            size = min(sch.max_batch, len(waiting))
-            members = [waiting[j] for j in range(size)]
-            while size > 1 and size * (max(prompt[i] for i in members[:size])
-                                       + reserve_out) > capacity:
-                size -= 1
-            members = members[:size]
-            for _ in range(size):
-                waiting.popleft()
+            members = self._batch(waiting, prompt, reserve_out, capacity)
+            size = len(members)
             longest_prompt = max(prompt[i] for i in members)
             tokens = size * longest_prompt
             step = step_time(tokens, tokens, size * longest_prompt * (longest_prompt + 1) // 2,
@@ -639,4 +632,15 @@ class StaticEngine:
         final_tokens = [count - 1 for count in out]
         return Record(arrival, first, finish, [0] * n, segments, busy, computed, wasted,
                       join_step, final_tokens, {})
+
+    def _batch(self, waiting: deque, prompt: list, reserve_out: int, capacity: int) -> list:
+        """Take from the queue the longest prefix whose padded rectangle of cache fits."""
+        size = min(self.sch.max_batch, len(waiting))
+        members = [waiting[j] for j in range(size)]
+        while size > 1 and size * (max(prompt[i] for i in members[:size])
+                                   + reserve_out) > capacity:
+            size -= 1
+        for _ in range(size):
+            waiting.popleft()
+        return members[:size]
 

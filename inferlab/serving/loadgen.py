@@ -65,9 +65,8 @@ from inferlab.benchmark.verdict import (
 from inferlab.benchmark.workload import Workload
 from inferlab.common import checks
 from inferlab.common.bisection import highest_passing
-from inferlab.model.steptime import ATTAINABLE_FRACTION, Replica, replica
+from inferlab.model.steptime import Replica
 from inferlab.serving.simulator import (
-    EXPLORER_OVERHEAD_S,
     MIN_SEARCH_RATE_PER_S,
     Scheduler,
     SimResult,
@@ -191,18 +190,6 @@ class System:
         answer = float(np.mean(checks.wholes("outputs", outputs, size=MAX_QUERIES)))
         tokens = float(np.mean(checks.wholes("prompts", prompts, size=MAX_QUERIES))) + answer
         return self.replicas / float(self.replica.matmul_s(tokens, answer))
-
-
-def example_system() -> System:
-    """The chapter's example: Llama 2 70B at FP8 on 8x H200, as eight one-GPU replicas.
-
-    Efficiency and step overhead are the batching chapter's explorer values
-    (:data:`inferlab.model.steptime.ATTAINABLE_FRACTION`, 1 ms per step).
-    """
-    rep = replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8",
-                  memory_efficiency=ATTAINABLE_FRACTION, compute_efficiency=ATTAINABLE_FRACTION,
-                  step_overhead_s=EXPLORER_OVERHEAD_S)
-    return System("Llama 2 70B on 8x H200 (modelled)", rep, 8)
 
 
 def _poisson_run(system: System, workload: Workload, rate: float, n: int,
@@ -375,16 +362,16 @@ def run_scenario(system: System, scenario: str, *, workload: Workload | None = N
         log = _single_stream(system, workload, n)
         if not queries:
             # The submitter's expected latency: the mean over a pilot of min_queries queries.
-            floor = single_stream_min_queries(rules, float(np.mean(log.latency_s)))
+            floor = single_stream_min_queries(rules, float(np.mean(log.e2e_s)))
             n = max(n, floor)
             while True:
                 log = _single_stream(system, workload, n)
-                last_issue = float(np.max(log.issued_s))
+                last_issue = float(np.max(log.arrival_s))
                 if last_issue >= rules.min_duration_s:
                     break
                 n = max(n + 1, math.ceil(n * rules.min_duration_s / max(last_issue, 1e-9) * 1.05))
             # LoadGen stops issuing once both the count and the duration are met.
-            past = int(np.searchsorted(log.issued_s, rules.min_duration_s, side="left")) + 1
+            past = int(np.searchsorted(log.arrival_s, rules.min_duration_s, side="left")) + 1
             log = log.head(max(floor, past))
     return judge(log, scenario, model, rules=rules, system=system.name, rate_per_s=rate)
 
@@ -552,9 +539,9 @@ def completed_share(log: QueryLog) -> float:
     """
     if len(log) < 2:
         raise ValueError("log: give a run of at least two queries")
-    start = float(np.quantile(log.issued_s, WARMUP_SHARE))
-    end = float(np.max(log.issued_s))
-    issued = np.count_nonzero((log.issued_s > start) & (log.issued_s <= end))
+    start = float(np.quantile(log.arrival_s, WARMUP_SHARE))
+    end = float(np.max(log.arrival_s))
+    issued = np.count_nonzero((log.arrival_s > start) & (log.arrival_s <= end))
     finished = np.count_nonzero((log.finish_s > start) & (log.finish_s <= end))
     return float(finished / issued) if issued else 1.0
 

@@ -63,20 +63,16 @@ scenarios over it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cached_property
 
 import numpy as np
 
-from inferlab.benchmark.mlperf import (
-    LLAMA2_70B_MEAN_OUTPUT_TOKENS,
-    LLAMA2_70B_MEAN_PROMPT_TOKENS,
-    time_per_output_token,
-)
 from inferlab.benchmark.mlperf import MLPERF_LLAMA2_70B_BOUNDS as MLPERF_LLAMA2_70B_BOUNDS
-from inferlab.benchmark.traffic import Lengths, Requests
+from inferlab.benchmark.traffic import Requests
+from inferlab.benchmark.verdict import METRICS, QueryLog
 from inferlab.common import checks
 from inferlab.common.bisection import bisect, highest_passing
-from inferlab.model.steptime import ATTAINABLE_FRACTION, Replica, replica
+from inferlab.model.steptime import Replica
 from inferlab.serving.engines import ContinuousEngine, Record, StaticEngine
 from inferlab.serving.scheduler import PAGED_WATERMARK_FRACTION, Scheduler
 
@@ -85,22 +81,20 @@ from inferlab.serving.scheduler import STATIC_BATCH_TIMEOUT_S as STATIC_BATCH_TI
 from inferlab.serving.scheduler import FixedShape as FixedShape
 from inferlab.serving.scheduler import PrefillPool as PrefillPool
 
-METRICS = ("ttft", "tpot", "e2e")
-
-
 # --------------------------------------------------------------------------------------
 # The result
 # --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, eq=False)
-class SimResult:
-    """What happened to every request, as NumPy arrays in request order, plus step records.
+class SimResult(QueryLog):
+    """A simulated run: the request log every run gives
+    (:class:`~inferlab.benchmark.verdict.QueryLog`: ``arrival_s``, ``first_token_s``,
+    ``finish_s``, ``output_tokens`` and the latencies derived from them), plus what only
+    a simulator sees.
 
-    Per request: ``arrival_s``, ``first_token_s``, ``finish_s`` (seconds from the
-    start), ``prompt_tokens``, ``output_tokens`` and ``preemptions``. Derived:
-    :attr:`ttft_s`, :attr:`tpot_s`, :attr:`e2e_s`, and :meth:`percentile` of
-    each; :meth:`token_times_s` gives every token's time for one request.
+    Per request: ``prompt_tokens`` and ``preemptions``; :meth:`token_times_s` gives every
+    token's time for one request.
 
     Whole run: ``steps`` (forward passes), ``busy_s`` (time spent in them; see
     :attr:`utilisation` and :attr:`compute_utilisation`),
@@ -113,11 +107,7 @@ class SimResult:
     Used in chapter 'Batching' and by the scenarios chapter.
     """
 
-    arrival_s: np.ndarray
-    first_token_s: np.ndarray
-    finish_s: np.ndarray
     prompt_tokens: np.ndarray
-    output_tokens: np.ndarray
     preemptions: np.ndarray
     steps: int
     busy_s: float
@@ -132,44 +122,6 @@ class SimResult:
     _join_step: np.ndarray = field(repr=False)
     _final_tokens: np.ndarray = field(repr=False)
     _history: dict = field(repr=False)
-
-    def __len__(self) -> int:
-        return len(self.arrival_s)
-
-    # ---- per-request latencies -----------------------------------------------------
-
-    @property
-    def ttft_s(self) -> np.ndarray:
-        """Time to first token — queueing plus prefill."""
-        return self.first_token_s - self.arrival_s
-
-    @property
-    def e2e_s(self) -> np.ndarray:
-        """End-to-end latency — arrival to last token."""
-        return self.finish_s - self.arrival_s
-
-    @property
-    def tpot_s(self) -> np.ndarray:
-        """Time per output token after the first — ``(finish - first) / (outputs - 1)``;
-        ``nan`` for one-token outputs."""
-        return time_per_output_token(self.first_token_s, self.finish_s, self.output_tokens)
-
-    def percentile(self, metric: str, q) -> float | np.ndarray:
-        """The ``q``-th percentile (0-100, number or array) of ``"ttft"``, ``"tpot"`` or ``"e2e"``.
-
-        Requests with no value (TPOT of one-token outputs) are left out.
-        """
-        if metric not in METRICS:
-            raise ValueError(f"metric: {metric!r} is not one of {', '.join(METRICS)}")
-        q_arr = np.asarray(q, dtype=float)
-        if not np.all((q_arr >= 0) & (q_arr <= 100)):
-            raise ValueError(f"q: {q!r} is not allowed; give percentiles in [0, 100]")
-        values = getattr(self, f"{metric}_s")
-        values = values[np.isfinite(values)]
-        if values.size == 0:
-            return float("nan") if q_arr.ndim == 0 else np.full(q_arr.shape, np.nan)
-        result = np.percentile(values, q_arr)
-        return float(result) if np.ndim(result) == 0 else result
 
     # ---- whole-run figures ---------------------------------------------------------
 
@@ -483,20 +435,9 @@ def fit_efficiency(measure, target: float, *, low: float = 0.05, high: float = 1
 
 
 # --------------------------------------------------------------------------------------
-# The book's example server: the batching chapter's explorers and the decision guide
+# The limits of a load sweep and a rate search
 # --------------------------------------------------------------------------------------
 
-#: The explorers' server — Llama 2 70B at FP8 on one H200, at the assumed share of peak
-#: (:data:`inferlab.model.steptime.ATTAINABLE_FRACTION`) and a 1 ms overhead per step.
-EXPLORER_OVERHEAD_S = 1e-3
-#: The explorers' traffic — MLPerf's mean lengths for Llama 2 70B (prompts of 222 tokens,
-#: outputs of 294), both capped at 1,024 tokens as in MLPerf's data set.
-EXPLORER_PROMPT = Lengths(LLAMA2_70B_MEAN_PROMPT_TOKENS, cv=1.0, min_tokens=1, max_tokens=1024)
-EXPLORER_OUTPUT_MEAN = LLAMA2_70B_MEAN_OUTPUT_TOKENS
-EXPLORER_REQUESTS = 2000
-#: The draw of traffic the tail explorer simulates, one fixed draw, so that a moved slider
-#: changes the server or the load and not the luck of the arrivals.
-EXPLORER_SEED = 0
 #: The lightest load a simulated load sweep runs. Below a thousandth of saturation every
 #: request runs alone, so the tail is the unloaded one, and at loads near the smallest
 #: float the arrival times overflow.
@@ -505,12 +446,3 @@ MIN_LOAD = 1e-3
 #: ``inferlab.common.checks.MAX_ITERATIONS`` times it is 6e-67 requests/s, whose arrival
 #: times are still finite floats; an upper end nearer 0 leaves the search rates of 0.
 MIN_SEARCH_RATE_PER_S = 1e-6
-
-
-@cache
-def explorer_replica() -> Replica:
-    """The replica the tail explorer simulates: one H200 at the assumed share of peak
-    (:data:`~inferlab.model.steptime.ATTAINABLE_FRACTION`) and 1 ms a step."""
-    return replica("Llama 2 70B", "NVIDIA H200 SXM", 1, "fp8",
-                   memory_efficiency=ATTAINABLE_FRACTION, compute_efficiency=ATTAINABLE_FRACTION,
-                   step_overhead_s=EXPLORER_OVERHEAD_S)

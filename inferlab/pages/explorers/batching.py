@@ -36,18 +36,16 @@ from inferlab.model.steptime import ATTAINABLE_FRACTION, Front, interactivity_fr
 from inferlab.pages.colors import KIND_COLORS, PALETTE
 from inferlab.pages.explorers.base import Choice, Explorer, Slider, register
 from inferlab.pages.explorers.marks import badge, badged, distribution
-from inferlab.serving import simulator
-from inferlab.serving.scheduler import Scheduler
-from inferlab.serving.simulator import (
-    EXPLORER_OUTPUT_MEAN,
-    EXPLORER_PROMPT,
-    EXPLORER_REQUESTS,
-    EXPLORER_SEED,
-    MIN_LOAD,
-    explorer_replica,
-    offline_throughput,
-    simulate,
+from inferlab.serving import example
+from inferlab.serving.example import (
+    EXAMPLE_OUTPUT_MEAN,
+    EXAMPLE_PROMPT,
+    EXAMPLE_REQUESTS,
+    EXAMPLE_SEED,
+    example_replica,
 )
+from inferlab.serving.scheduler import Scheduler
+from inferlab.serving.simulator import MIN_LOAD, offline_throughput, simulate
 
 #: Requests queued at once to find the saturation rate — enough that the last, shrinking
 #: batches (the drain) cost only a few per cent of the run.
@@ -61,9 +59,9 @@ MAX_OUTPUT_CV = 4.0
 
 
 @cache
-def _explorer_requests(output_cv: float, seed: int, n: int = EXPLORER_REQUESTS) -> Requests:
-    output = Lengths(EXPLORER_OUTPUT_MEAN, cv=output_cv, min_tokens=1, max_tokens=1024)
-    return make_requests(n, EXPLORER_PROMPT, output, rate_per_s=1.0, seed=seed)
+def _explorer_requests(output_cv: float, seed: int, n: int = EXAMPLE_REQUESTS) -> Requests:
+    output = Lengths(EXAMPLE_OUTPUT_MEAN, cv=output_cv, min_tokens=1, max_tokens=1024)
+    return make_requests(n, EXAMPLE_PROMPT, output, rate_per_s=1.0, seed=seed)
 
 
 @cache
@@ -77,7 +75,7 @@ def saturation_rate_per_s(max_batch: int, output_cv: float, seed: int = 0) -> fl
     output_cv = checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV)
     requests = _explorer_requests(output_cv, seed + 1, SATURATION_PROBE_REQUESTS)
     sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))
-    return offline_throughput(explorer_replica(), requests, sch).requests_per_s
+    return offline_throughput(example_replica(), requests, sch).requests_per_s
 
 
 @dataclass(frozen=True)
@@ -105,8 +103,8 @@ def tail_explorer_compute(load: float = 0.7, max_batch: int = 256,
 
     ``load`` is the offered rate as a fraction of :func:`saturation_rate_per_s`; ``max_batch``
     the most requests in flight; ``output_cv`` the coefficient of variation of output lengths
-    (0: all 294 tokens). Simulates ``EXPLORER_REQUESTS`` requests (the draw ``EXPLORER_SEED``)
-    with chunked prefill on :func:`~inferlab.serving.simulator.explorer_replica` and returns
+    (0: all 294 tokens). Simulates ``EXAMPLE_REQUESTS`` requests (the draw ``EXAMPLE_SEED``)
+    with chunked prefill on :func:`~inferlab.serving.example.example_replica` and returns
     p50, p99 and p99.9 of TTFT and TPOT.
 
     Raises ``ValueError`` naming the argument for a load outside
@@ -118,10 +116,10 @@ def tail_explorer_compute(load: float = 0.7, max_batch: int = 256,
     load = checks.real("load", load, low=MIN_LOAD, high=2.0)
     max_batch = checks.whole("max_batch", max_batch)
     output_cv = round(checks.non_negative("output_cv", output_cv, high=MAX_OUTPUT_CV), 3)
-    rate = load * saturation_rate_per_s(max_batch, output_cv, EXPLORER_SEED)
-    requests = _explorer_requests(output_cv, EXPLORER_SEED).at_rate(rate)
+    rate = load * saturation_rate_per_s(max_batch, output_cv, EXAMPLE_SEED)
+    requests = _explorer_requests(output_cv, EXAMPLE_SEED).at_rate(rate)
     sch = Scheduler(max_batch=max_batch, token_budget=max(2048, max_batch))
-    run = simulate(explorer_replica(), requests, sch)
+    run = simulate(example_replica(), requests, sch)
     percentiles = {f"{metric}_p{q:g}": run.percentile(metric, q)
                    for metric in ("ttft", "tpot") for q in (50, 99, 99.9)}
     tpot = run.tpot_s
@@ -260,10 +258,10 @@ def _curve_chart(part):
 @register
 def curve_explorer() -> Explorer:
     """Menu and sliders: precision, prompt and output length, efficiency, per-step cost."""
-    prompt = simulator.EXPLORER_PROMPT.mean_tokens
-    output = simulator.EXPLORER_OUTPUT_MEAN
+    prompt = example.EXAMPLE_PROMPT.mean_tokens
+    output = example.EXAMPLE_OUTPUT_MEAN
     efficiency = steptime.ATTAINABLE_FRACTION
-    overhead_ms = simulator.EXPLORER_OVERHEAD_S * 1e3
+    overhead_ms = example.EXAMPLE_OVERHEAD_S * 1e3
     return Explorer(
         name="batch_curve", kind="analytic", chapter=CHAPTER,
         compute=curve_explorer_compute, tables=_curve_tables, chart=_curve_chart,

@@ -20,7 +20,8 @@ from inferlab.common import checks
 from inferlab.pages.colors import KIND_COLORS
 from inferlab.pages.explorers.base import Choice, Explorer, Slider, register
 from inferlab.pages.explorers.marks import badge, distribution
-from inferlab.serving.loadgen import System, example_system, run_scenario
+from inferlab.serving.example import example_system
+from inferlab.serving.loadgen import System, run_scenario
 
 #: The explorer's run rules — MLPerf's, with the minimum duration cut to a quarter
 #: (150 s) so that one move of the slider simulates in well under a second.
@@ -45,7 +46,7 @@ class ServerView:
 def server_explorer_compute(rate_per_s: float = 60.0, scenario: str = "Server") -> ServerView:
     """Run the example system at ``rate_per_s`` under ``scenario`` and judge it.
 
-    Uses :func:`~inferlab.serving.loadgen.example_system`, the default
+    Uses :func:`~inferlab.serving.example.example_system`, the default
     :class:`~inferlab.benchmark.workload.Workload` and MLPerf's rules scaled by
     :data:`EXPLORER_SCALE`. Raises ``ValueError`` for a non-positive rate or a scenario without
     a bound.
