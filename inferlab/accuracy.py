@@ -27,6 +27,7 @@ from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS
 from inferlab.benchmark.verdict import RunRules, mlperf_rules
 from inferlab.common import checks
 from inferlab.common.data import load_table
+from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import Prediction, predict
 from inferlab.serving.calibration import row_key, stack, stacks
@@ -146,6 +147,52 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
         if on_group is not None:
             on_group(entry)
     return scored, skipped
+
+
+@dataclass(frozen=True)
+class RunLength:
+    """One audited configuration modelled under MLPerf's shortest valid run and under the
+    run its submitters made (:func:`run_length_effect`), beside what they reported.
+
+    ``key`` is the group's ``(accelerator, accelerators, precision, scenario, stack)``.
+    """
+
+    key: tuple
+    minimum: RunRules
+    ran: RunRules
+    minimum_tok_s: float
+    ran_tok_s: float
+    reported_tok_s: float
+
+
+def run_length_effect(benchmark: str, chip: str, chips: int,
+                      scenario: str = "Offline") -> RunLength:
+    """How much the length of a run moves its result: the audited ``scenario`` group of
+    ``chips`` x ``chip`` on ``benchmark``, modelled at MLPerf's minimum and as long as its
+    rows record (:func:`run_rules`).
+
+    Raises ``ValueError`` naming ``chip`` if ``benchmark`` has no such group.
+
+    Used in chapter 'Benchmark scenarios' and the appendix 'How far the model carries'.
+    """
+    checks.option("benchmark", benchmark, HELD_OUT)
+    checks.option("scenario", scenario, SCENARIOS)
+    chips = checks.whole("chips", chips)
+    name = specs.as_chip(chip).name
+    found = [(key, group) for key, group in row_groups(audited_rows(benchmark))[0].items()
+             if key[:2] == (name, chips) and key[3] == scenario]
+    if not found:
+        raise ValueError(f"chip: {benchmark} has no audited {scenario} result of {chips} x "
+                         f"{name} that the model predicts")
+    key, group = found[0]
+    minimum, ran = mlperf_rules(benchmark), run_rules(benchmark, scenario, group)
+
+    def modelled(rules: RunRules) -> float:
+        return predict(name, chips, BENCHMARK_MODELS[benchmark], key[2], scenario,
+                       workload=benchmark, stack=stack(key[4]), rules=rules).tokens_per_s
+
+    return RunLength(key, minimum, ran, modelled(minimum), modelled(ran),
+                     statistics.median(row["tokens_per_s"] for row in group))
 
 
 def median_abs_error(scored) -> float:

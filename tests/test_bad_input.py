@@ -394,6 +394,7 @@ GOOD = {
                                                   .row_groups(__import__("inferlab.accuracy")
                                                               .accuracy.audited_rows(
                                                                   "deepseek-r1"))[0].values())),
+    "accuracy.run_length_effect.chip": "NVIDIA B200", "accuracy.run_length_effect.chips": 8,
     "accuracy.median_abs_error.scored": lambda: __import__("inferlab.accuracy").accuracy.score(
         "deepseek-r1", scenarios=("Offline",))[0],
     "calibration.Stack.compute_efficiency": 0.5, "calibration.Stack.step_overhead_s": 0.01,
