@@ -121,7 +121,8 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
     that (:func:`inferlab.benchmark.verdict.mlperf_rules`);
     ``stack_names`` keeps only those stacks' groups. ``on_group``, if given, sees each
     :class:`Scored` as it is computed (a benchmark prints it). Returns the scored groups
-    and the skipped rows with their reasons, a refused prediction among them.
+    and the skipped rows with their reasons: a refused prediction, and a rate search that
+    ended at its own limit rather than at a bound, are among them.
     """
     rows = audited_rows(benchmark)
     scale = checks.fraction("scale", scale, low_open=True)
@@ -139,6 +140,13 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
                              rules=run_rules(benchmark, scenario, group, scale=scale))
         except (Infeasible, ValueError) as error:
             skipped.extend((row["id"], f"not predicted: {error}") for row in group)
+            continue
+        if result.at_ceiling:
+            # Every rate the search tried passed: its answer is the search's limit (the
+            # most queries a run may hold, for a long run), a floor and not a prediction.
+            skipped.extend((row["id"], f"not predicted: every rate up to "
+                            f"{result.rate_per_s:,.0f} queries/s passed, the most the "
+                            "search tries for a run this long") for row in group)
             continue
         entry = Scored(benchmark, key, tuple(row["id"] for row in group),
                        statistics.median(row["tokens_per_s"] for row in group), result,

@@ -382,3 +382,22 @@ def test_the_recorded_run_lengths_meet_mlperfs_minimums_and_come_in_pairs():
                  else MLPERF_MIN_QUERIES)
         assert row["run_queries"] >= least, row["id"]
         assert row["run_duration_s"] >= MLPERF_MIN_DURATION_S, row["id"]
+
+
+def test_a_rate_search_that_ends_at_its_own_limit_is_not_scored(monkeypatch):
+    import inferlab.accuracy as accuracy
+
+    real = accuracy.predict
+
+    def at_limit(*args, **kwargs):
+        found = real(*args, **kwargs)
+        # What a search returns when every rate it tried passed: a floor, not a rate.
+        return dataclasses.replace(found, at_ceiling=found.scenario == "Server")
+
+    monkeypatch.setattr(accuracy, "predict", at_limit)
+    scored, skipped = accuracy.score("deepseek-r1", scenarios=("Offline", "Server"),
+                                     scale=0.05)
+    assert {entry.key[3] for entry in scored} == {"Offline"}
+    server_rows = set(accuracy.audited_rows("deepseek-r1").query("scenario == 'Server'")["id"])
+    refused = {row_id for row_id, reason in skipped if "the most the search tries" in reason}
+    assert refused == server_rows
