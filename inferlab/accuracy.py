@@ -14,7 +14,8 @@ Llama 2 70B's rows are ``data/mlperf_llama2_70b.csv``; the other LLM benchmarks'
 its submitters ran it (:func:`run_rules`), or a scaled copy of that for a page that must
 build quickly.
 
-Used by ``benchmarks/model_accuracy.py`` and chapter 'Batching'.
+Used by ``benchmarks/model_accuracy.py``, chapter 'Benchmark scenarios' and the appendix
+'How far the model carries'.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS
-from inferlab.benchmark.verdict import RunRules, mlperf_rules
+from inferlab.benchmark.verdict import MAX_QUERIES, RunRules, mlperf_rules
 from inferlab.common import checks
 from inferlab.common.data import load_table
 from inferlab.model import specs
@@ -87,26 +88,38 @@ def run_rules(benchmark: str, scenario: str, group, *, scale: float = 1.0) -> Ru
     duration, set in ``user.conf``), and the run's LoadGen log says so: the rows'
     ``run_queries`` and ``run_duration_s``. A run of long answers gives another result
     when it is longer (a short Offline run is more drain tail; a short Server run can end
-    before its queue has grown), so the model runs the group as its rows ran: the lower
-    median of what they record, never below MLPerf's minimum, times ``scale``. A group
-    with no log behind it (a results table's row) gets MLPerf's minimum.
+    before its queue has grown), so the model runs the group as one of its rows ran: the
+    row of the lower median query count among those with a log (the others, from a
+    results table, record nothing), never below MLPerf's minimum, times ``scale``. An
+    Offline count is held to what a run may hold
+    (:data:`~inferlab.benchmark.verdict.MAX_QUERIES`); a result of answers that short
+    moves by well under a per cent past a million samples. A group with no log behind it
+    gets MLPerf's minimum.
     """
     checks.option("benchmark", benchmark, ("llama2-70b", *HELD_OUT))
     checks.option("scenario", scenario, SCENARIOS)
-    if isinstance(group, (str, bytes)) or not all(isinstance(row, dict) for row in group):
-        raise ValueError("group: give the group's rows, each a dict (as row_groups gives "
-                         "them)")
+    if isinstance(group, (str, bytes)) or not all(
+            isinstance(row, dict) and _recorded(row.get("run_queries"))
+            == _recorded(row.get("run_duration_s")) for row in group):
+        raise ValueError("group: give the group's rows, each a dict with both of "
+                         "run_queries and run_duration_s or neither (as row_groups gives them)")
     rules = mlperf_rules(benchmark, scale=scale)
-    recorded = [row for row in group if _recorded(row.get("run_queries"))]
+    recorded = sorted((int(row["run_queries"]), float(row["run_duration_s"]))
+                      for row in group if _recorded(row.get("run_queries")))
     if not recorded:
         return rules
-    queries = statistics.median_low(int(row["run_queries"]) for row in recorded)
-    duration = statistics.median_low(float(row["run_duration_s"]) for row in recorded)
-    rules = replace(rules, min_duration_s=max(rules.min_duration_s, duration * scale))
+    queries, duration = recorded[(len(recorded) - 1) // 2]
+    count = math.ceil(queries * scale)
     if scenario == "Offline":
-        return replace(rules, offline_min_samples=max(rules.offline_min_samples,
-                                                      math.ceil(queries * scale)))
-    return replace(rules, min_queries=max(rules.min_queries, math.ceil(queries * scale)))
+        most = MAX_QUERIES - MAX_QUERIES % rules.dataset_samples
+        if count > most:
+            # Held to the most a run may hold, the count sets the length; a longer minimum
+            # duration would only ask the (faster) model for more samples than that.
+            return replace(rules, offline_min_samples=most)
+        rules = replace(rules, offline_min_samples=max(rules.offline_min_samples, count))
+    else:
+        rules = replace(rules, min_queries=max(rules.min_queries, count))
+    return replace(rules, min_duration_s=max(rules.min_duration_s, duration * scale))
 
 
 def _recorded(value) -> bool:
@@ -128,25 +141,22 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
     scale = checks.fraction("scale", scale, low_open=True)
     fitted_ids = {row_id for known in stacks().values() for row_id in known.fitted_on}
     found, skipped = row_groups(rows)
-    model = BENCHMARK_MODELS[benchmark]
     scored = []
     for key, group in sorted(found.items()):
-        chip, chips, precision, scenario, name = key
+        scenario, name = key[3], key[4]
         if scenario not in scenarios or (stack_names and name not in stack_names):
             continue
         try:
-            result = predict(chip, chips, model, precision, scenario, workload=benchmark,
-                             stack=stack(name),
-                             rules=run_rules(benchmark, scenario, group, scale=scale))
+            result = _predicted_run(benchmark, key, group, scale)
         except (Infeasible, ValueError) as error:
             skipped.extend((row["id"], f"not predicted: {error}") for row in group)
             continue
         if result.at_ceiling:
-            # Every rate the search tried passed: its answer is the search's limit (the
-            # most queries a run may hold, for a long run), a floor and not a prediction.
+            # Every rate the search tried passed: its answer is the search's limit, a
+            # floor and not a prediction.
             skipped.extend((row["id"], f"not predicted: every rate up to "
                             f"{result.rate_per_s:,.0f} queries/s passed, the most the "
-                            "search tries for a run this long") for row in group)
+                            "search tries") for row in group)
             continue
         entry = Scored(benchmark, key, tuple(row["id"] for row in group),
                        statistics.median(row["tokens_per_s"] for row in group), result,
@@ -155,6 +165,23 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
         if on_group is not None:
             on_group(entry)
     return scored, skipped
+
+
+def _predicted_run(benchmark: str, key: tuple, group, scale: float) -> Prediction:
+    """The group predicted under :func:`run_rules`. A Server or Interactive run so long
+    that, at the rates the search reaches, it would hold more queries than a run may
+    (the search then stops with every rate passing) is halved in duration until it fits,
+    down to MLPerf's minimum: past a few minutes, answers that short no longer move the
+    result."""
+    chip, chips, precision, scenario, name = key
+    rules = run_rules(benchmark, scenario, group, scale=scale)
+    shortest = mlperf_rules(benchmark, scale=scale).min_duration_s
+    while True:
+        result = predict(chip, chips, BENCHMARK_MODELS[benchmark], precision, scenario,
+                         workload=benchmark, stack=stack(name), rules=rules)
+        if not result.at_ceiling or rules.min_duration_s <= shortest:
+            return result
+        rules = replace(rules, min_duration_s=max(shortest, rules.min_duration_s / 2))
 
 
 @dataclass(frozen=True)
@@ -192,6 +219,10 @@ def run_length_effect(benchmark: str, chip: str, chips: int,
     if not found:
         raise ValueError(f"chip: {benchmark} has no audited {scenario} result of {chips} x "
                          f"{name} that the model predicts")
+    if len(found) > 1:
+        raise ValueError(f"chip: {chips} x {name} ran {benchmark} {scenario} in "
+                         f"{len(found)} ways (" + ", ".join(f"{k[2]} on {k[4]}" for k, _ in found)
+                         + "); this compares one")
     key, group = found[0]
     minimum, ran = mlperf_rules(benchmark), run_rules(benchmark, scenario, group)
 

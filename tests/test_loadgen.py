@@ -502,3 +502,11 @@ def test_dealing_at_random_costs_the_tight_bound_more_than_the_loose_one():
     loss = {s: 1 - rates["random", s] / rates["round-robin", s]
             for s in ("Server", "Interactive")}
     assert 0 <= loss["Server"] < loss["Interactive"]
+
+
+def test_a_server_run_of_one_token_answers_is_refused_before_it_is_simulated():
+    # Its TPOTs would all be nan: no trial could fail on them, and a search would report
+    # a rate for a run LoadGen refuses outright.
+    with pytest.raises(ValueError, match="produced 1 token"):
+        lg.server_trial(example_system(), "Server", lg.Workload.fixed(200, 1), "llama2-70b",
+                        500.0, verdict.mlperf_rules(scale=0.02))

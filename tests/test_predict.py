@@ -401,3 +401,24 @@ def test_a_rate_search_that_ends_at_its_own_limit_is_not_scored(monkeypatch):
     server_rows = set(accuracy.audited_rows("deepseek-r1").query("scenario == 'Server'")["id"])
     refused = {row_id for row_id, reason in skipped if "the most the search tries" in reason}
     assert refused == server_rows
+
+
+def test_a_recorded_run_longer_than_a_run_may_hold_is_held_to_the_most_it_may():
+    from inferlab.accuracy import audited_rows, row_groups, run_length_effect, run_rules
+    from inferlab.benchmark.verdict import MAX_QUERIES
+
+    groups = row_groups(audited_rows("mixtral-8x7b"))[0]
+    b200 = next(g for key, g in groups.items() if key[:2] == ("NVIDIA B200", 8)
+                and key[3] == "Offline")
+    assert max(row["run_queries"] for row in b200 if row["run_queries"] > 0) > MAX_QUERIES
+    held = run_rules("mixtral-8x7b", "Offline", b200)
+    assert held.offline_min_samples <= MAX_QUERIES
+    assert held.offline_min_samples % held.dataset_samples == 0
+    assert held.offline_min_samples > MAX_QUERIES - held.dataset_samples
+    # The count then sets the length: a longer recorded duration would only ask the model
+    # for more samples than a run may hold.
+    assert held.min_duration_s == mlperf_rules("mixtral-8x7b").min_duration_s
+    # Eight H100s ran Mixtral Offline under two stacks: which one to compare is not the
+    # function's to guess.
+    with pytest.raises(ValueError, match="chip: 8 x NVIDIA H100 SXM ran mixtral-8x7b"):
+        run_length_effect("mixtral-8x7b", "NVIDIA H100 SXM", 8)

@@ -258,7 +258,8 @@ def layout_options(chip: str | specs.Chip, chips: int, model: str | specs.ModelS
     """
     hw, spec = specs.as_chip(chip), specs.as_model(model)
     chips = _chips(chips)
-    widths = tps if tps is not None else [1 << k for k in range(chips.bit_length())]
+    widths = (checks.wholes("tps", tps).tolist() if tps is not None
+              else [1 << k for k in range(chips.bit_length())])
     stages = ([checks.whole("pp", pp, maximum=chips)] if pp is not None
               else [2**k for k in range(7)] if pipeline else [1])
     found, last = fitting_layouts(spec, hw, precision, widths, stages,
@@ -535,10 +536,7 @@ def _steady_offline(system: System, workload: Workload, hw, spec, precision, sce
     lane_tok_s = log.tokens / float(np.max(log.finish_s))
     tokens_per_s = lane_tok_s * system.replicas
     decoding = log.output_tokens > 1
-    tpot = (loadgen_percentile(log.tpot_s[decoding] if decoding.all() else
-                               (log.finish_s - log.first_token_s)[decoding]
-                               / (log.output_tokens[decoding] - 1), 0.99)
-            if decoding.any() else math.nan)
+    tpot = loadgen_percentile(log.tpot_s[decoding], 0.99) if decoding.any() else math.nan
     return Prediction(hw.name, system.accelerators, spec.name, precision, scenario, stack.name,
                       tp, replicas, float(tokens_per_s), float(tokens_per_s), "tokens/s", True,
                       float(loadgen_percentile(log.ttft_s, 0.99)), float(tpot),

@@ -6,7 +6,8 @@ traffic has MLPerf's mean lengths for Llama 2 70B (prompts of 222 tokens, answer
 both capped at 1,024 tokens as MLPerf's data set is. The chapters that move a slider move
 it against this server, so that one page's answer can be checked against another's.
 
-Used in chapters 'Batching', 'Benchmark scenarios' and 'Choosing hardware'.
+Used in chapters 'The memory-bandwidth floor', 'Batching', 'Benchmark scenarios' and 'Choosing
+hardware', and on the page 'When a run counts'.
 """
 
 from __future__ import annotations

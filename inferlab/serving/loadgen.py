@@ -59,6 +59,7 @@ from inferlab.benchmark.verdict import (
     QueryLog,
     RunRules,
     Summary,
+    check_token_counts,
     judge,
     mlperf_rules,
 )
@@ -197,6 +198,8 @@ def _poisson_run(system: System, workload: Workload, rate: float, n: int,
     """``n`` queries of ``workload`` arriving as a Poisson stream at ``rate`` per second, served
     (see :func:`_serve` for ``hopeless``): a Server or Interactive run."""
     prompts, outputs = workload.lengths(n)
+    # Refused before the run: its TPOTs would be nan, and no trial could tell it failed.
+    check_token_counts(outputs)
     return _serve(system, workload.unit_arrivals(n) / rate, prompts, outputs, "poisson", hopeless)
 
 
