@@ -147,7 +147,8 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
         if scenario not in scenarios or (stack_names and name not in stack_names):
             continue
         try:
-            result = _predicted_run(benchmark, key, group, scale)
+            result = _predicted(benchmark, key,
+                                run_rules(benchmark, scenario, group, scale=scale), scale)
         except (Infeasible, ValueError) as error:
             skipped.extend((row["id"], f"not predicted: {error}") for row in group)
             continue
@@ -158,23 +159,28 @@ def score(benchmark: str, *, scenarios=SCENARIOS, scale: float = 1.0, stack_name
                             f"{result.rate_per_s:,.0f} queries/s passed, the most the "
                             "search tries") for row in group)
             continue
-        entry = Scored(benchmark, key, tuple(row["id"] for row in group),
-                       statistics.median(row["tokens_per_s"] for row in group), result,
-                       any(row["id"] in fitted_ids for row in group))
+        entry = Scored(benchmark, key, tuple(row["id"] for row in group), _reported(group),
+                       result, any(row["id"] in fitted_ids for row in group))
         scored.append(entry)
         if on_group is not None:
             on_group(entry)
     return scored, skipped
 
 
-def _predicted_run(benchmark: str, key: tuple, group, scale: float) -> Prediction:
-    """The group predicted under :func:`run_rules`. A Server or Interactive run so long
-    that, at the rates the search reaches, it would hold more queries than a run may
+def _reported(group) -> float:
+    """The median of a group's reported results: one figure for a configuration that
+    several submitters ran."""
+    return statistics.median(row["tokens_per_s"] for row in group)
+
+
+def _predicted(benchmark: str, key: tuple, rules: RunRules, scale: float = 1.0) -> Prediction:
+    """The group ``key`` (``(accelerator, accelerators, precision, scenario, stack)``)
+    predicted on ``benchmark``'s data set under ``rules``. A Server or Interactive run so
+    long that, at the rates the search reaches, it would hold more queries than a run may
     (the search then stops with every rate passing) is halved in duration until it fits,
-    down to MLPerf's minimum: past a few minutes, answers that short no longer move the
-    result."""
+    down to MLPerf's minimum at ``scale``: past a few minutes, answers that short no longer
+    move the result."""
     chip, chips, precision, scenario, name = key
-    rules = run_rules(benchmark, scenario, group, scale=scale)
     shortest = mlperf_rules(benchmark, scale=scale).min_duration_s
     while True:
         result = predict(chip, chips, BENCHMARK_MODELS[benchmark], precision, scenario,
@@ -225,13 +231,8 @@ def run_length_effect(benchmark: str, chip: str, chips: int,
                          + "); this compares one")
     key, group = found[0]
     minimum, ran = mlperf_rules(benchmark), run_rules(benchmark, scenario, group)
-
-    def modelled(rules: RunRules) -> float:
-        return predict(name, chips, BENCHMARK_MODELS[benchmark], key[2], scenario,
-                       workload=benchmark, stack=stack(key[4]), rules=rules).tokens_per_s
-
-    return RunLength(key, minimum, ran, modelled(minimum), modelled(ran),
-                     statistics.median(row["tokens_per_s"] for row in group))
+    return RunLength(key, minimum, ran, _predicted(benchmark, key, minimum).tokens_per_s,
+                     _predicted(benchmark, key, ran).tokens_per_s, _reported(group))
 
 
 def median_abs_error(scored) -> float:

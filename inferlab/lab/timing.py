@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from inferlab.benchmark.verdict import QueryLog
+from inferlab.benchmark.mlperf import time_per_output_token
 from inferlab.common import checks
 
 CHAPTER = "01_prefill_decode"
@@ -75,13 +75,11 @@ def clocks(output_tokens: int, ttft_s: float, e2e_s: float) -> Clocks:
             f"e2e_s: {e2e_s!r} must be greater than ttft_s ({ttft_s!r}): the last token "
             "cannot arrive before the first"
         )
-    # The request's own log, so that its TPOT is the one every log in the package gives.
-    log = QueryLog(np.zeros(1), np.full(1, ttft), np.full(1, e2e), np.full(1, n))
     return Clocks(
         output_tokens=n,
         ttft_s=ttft,
         e2e_s=e2e,
-        tpot_s=float(log.tpot_s[0]),
+        tpot_s=time_per_output_token(ttft, e2e, n),
         llmperf_inter_token_latency_s=e2e / n,
         rate_with_ttft_tok_per_s=n / e2e,
         decode_only_tok_per_s=n / (e2e - ttft),

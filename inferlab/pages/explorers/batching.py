@@ -36,9 +36,9 @@ from inferlab.model.steptime import ATTAINABLE_FRACTION, Front, interactivity_fr
 from inferlab.pages.colors import KIND_COLORS, PALETTE
 from inferlab.pages.explorers.base import Choice, Explorer, Slider, register
 from inferlab.pages.explorers.marks import badge, badged, distribution
-from inferlab.serving import example
 from inferlab.serving.example import (
     EXAMPLE_OUTPUT_MEAN,
+    EXAMPLE_OVERHEAD_S,
     EXAMPLE_PROMPT,
     EXAMPLE_REQUESTS,
     EXAMPLE_SEED,
@@ -258,10 +258,10 @@ def _curve_chart(part):
 @register
 def curve_explorer() -> Explorer:
     """Menu and sliders: precision, prompt and output length, efficiency, per-step cost."""
-    prompt = example.EXAMPLE_PROMPT.mean_tokens
-    output = example.EXAMPLE_OUTPUT_MEAN
+    prompt = EXAMPLE_PROMPT.mean_tokens
+    output = EXAMPLE_OUTPUT_MEAN
     efficiency = steptime.ATTAINABLE_FRACTION
-    overhead_ms = example.EXAMPLE_OVERHEAD_S * 1e3
+    overhead_ms = EXAMPLE_OVERHEAD_S * 1e3
     return Explorer(
         name="batch_curve", kind="analytic", chapter=CHAPTER,
         compute=curve_explorer_compute, tables=_curve_tables, chart=_curve_chart,
