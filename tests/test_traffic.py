@@ -43,6 +43,16 @@ def test_each_pass_issues_every_sample_once_in_a_fresh_order():
     assert np.array_equal(lengths.sample(100, np.random.default_rng(0)), drawn[:100])
 
 
+
+def test_passes_are_drawn_as_one_permutation_after_another():
+    # The order every stored MLPerf prediction was drawn in (one rng.permutation a pass),
+    # kept when the passes became one call (a two-sample set at the largest draw allowed
+    # is millions of passes; a Python call each took about eight seconds).
+    lengths = DatasetLengths.from_counts([16, 64], [1, 1], "two")
+    rng = np.random.default_rng(3)
+    expected = np.concatenate([rng.permutation(np.array(lengths.samples)) for _ in range(4)])
+    assert np.array_equal(lengths.sample(7, np.random.default_rng(3)), expected[:7])
+
 def test_the_default_query_mix_draws_mlperfs_prompts():
     mix = Workload()
     assert mix.prompt == mlperf_input_lengths()

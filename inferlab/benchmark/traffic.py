@@ -125,7 +125,9 @@ class DatasetLengths(Lengths):
         checks.instance("rng", rng, np.random.Generator)
         values = np.asarray(self.samples, dtype=np.int64)
         passes = -(-n // len(values))
-        return np.concatenate([rng.permutation(values) for _ in range(passes)])[:n]
+        # One row a pass, each shuffled in turn: the stream of a loop of permutations
+        # without a Python call per pass (a two-sample set may need millions).
+        return rng.permuted(np.tile(values, (passes, 1)), axis=1).ravel()[:n]
 
 
 @cache

@@ -228,6 +228,7 @@ ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] 
         # Dell's is the run the clock share is fitted on. QCT's files differ only in the
         # Interactive batch limit (512, which the 256-token budget caps at 256 anyway).
         "NVIDIA H200 NVL": (("v5.1", "Dell", "XE7745_H200_NVL_141GBx8_TRT"),),
+        "NVIDIA L40S": (("v5.0", "Dell", "XE7745_L40Sx8_TRT"),),
     },
     "TensorRT-LLM FP4": {
         None: (("v5.0", "NVIDIA", "B200-SXM-180GBx8_TRT"),),
@@ -243,6 +244,7 @@ ENGINE_REFERENCE: dict[str, dict[str | None, tuple[tuple[str, str, str], ...]]] 
     "TensorRT-LLM FP8 (v4.1)": {
         None: (("v4.1", "NVIDIA", "H200-SXM-141GBx8_TRT"),),
         "NVIDIA H100 SXM": (("v4.1", "NVIDIA", "DGX-H100_H100-SXM-80GBx8_TRT"),),
+        "NVIDIA L40S": (("v4.1", "Fujitsu", "CDI_L40Sx8_TRT"),),
     },
 }
 

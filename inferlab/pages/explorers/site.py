@@ -347,6 +347,12 @@ def _param(control: Control):
         name=control.label))
 
 
+def inputs(explorer: Explorer) -> list:
+    """The site's inputs of ``explorer``, one Vega-Lite parameter bound to each control and
+    named by its label (a slider where the grid is evenly spaced, else a menu)."""
+    return [_param(control) for control in explorer.controls]
+
+
 def site_spec(explorer: Explorer) -> tuple[dict, Grid]:
     """The Vega-Lite spec of the site's explorer, with its data, and the grid behind it."""
     grid = precompute(explorer)
@@ -365,7 +371,7 @@ def site_spec(explorer: Explorer) -> tuple[dict, Grid]:
 
     lookups = [alt.param(name=name, value=ids) for s in stored.values()
                for name, ids in s.params.items()]
-    chart = explorer.figure(part).add_params(*(_param(c) for c in explorer.controls), *lookups)
+    chart = explorer.figure(part).add_params(*inputs(explorer), *lookups)
     only_when = {}
     for control in explorer.controls:
         if control.only_when is not None:
