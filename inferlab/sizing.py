@@ -304,6 +304,7 @@ def _aggregated(chip: _Chip, layouts) -> Plan:
     mean_in, mean_out = work.mean_tokens()
     prompts = work.lengths(10_000)[0] if not work.pairs else [p for p, _ in work.pairs]
     own = chip.scheduler()
+    smallest = min(tp * pp for tp, pp, _ in layouts)
     candidates, floors = [], []
     for tp, pp, ep in layouts:
         rep = chip.replica(tp, pp, ep)
@@ -321,7 +322,7 @@ def _aggregated(chip: _Chip, layouts) -> Plan:
     for lowest, tp, pp, ep, rep, bound in candidates:
         if best is not None and lowest >= chip.cost_per_hour(best.chips):
             break  # sorted: no later layout can be cheaper
-        pool = _aggregated_pool(chip, tp, pp, ep, own, rep, bound, best)
+        pool = _aggregated_pool(chip, tp, pp, ep, own, rep, bound, best, smallest)
         if pool is not None and (best is None or pool.chips < best.chips):
             best, winner = pool, (tp, pp, ep, rep, bound)
     for engine in _engines(own):
@@ -329,7 +330,7 @@ def _aggregated(chip: _Chip, layouts) -> Plan:
         if winner is None or engine.chunked_prefill == own.chunked_prefill or \
                 best.replicas <= math.ceil(inputs.rate_per_s / winner[4][0]):
             continue
-        pool = _aggregated_pool(chip, *winner[:3], engine, *winner[3:], best)
+        pool = _aggregated_pool(chip, *winner[:3], engine, *winner[3:], best, smallest)
         if pool is not None and pool.chips < best.chips:
             best = pool
     if best is None:
@@ -408,9 +409,11 @@ def _fewest_replicas(trial, lowest: int, most: int, rate: float, bound: float):
     return n, found, failure
 
 
-def _aggregated_pool(chip: _Chip, tp, pp, ep, engine, rep, bound, best) -> Pool | None:
+def _aggregated_pool(chip: _Chip, tp, pp, ep, engine, rep, bound, best,
+                     smallest: int) -> Pool | None:
     """The fewest replicas of one layout that serve the traffic within the bounds (fewer
-    than ``best``'s chips, if given), as a :class:`Pool`; ``None`` if none does."""
+    than ``best``'s chips, if given), as a :class:`Pool`; ``None`` if none does.
+    ``smallest`` is the fewest chips of any layout that holds the model."""
     inputs = chip.inputs
     work = inputs.workload
     mean_in, mean_out = work.mean_tokens()
@@ -440,7 +443,10 @@ def _aggregated_pool(chip: _Chip, tp, pp, ep, engine, rep, bound, best) -> Pool 
         method = (f"simulated: one replica at its share of the traffic, "
                   f"{inputs.requests:,} Poisson requests judged as LoadGen judges a Server "
                   f"run, the fewest replicas whose p99s meet the bounds")
-        binding = _binding(replicas, lowest, bound[1], found, failure, inputs, rep)
+        # One replica of more chips than the smallest layout needs is there for a bound
+        # the smaller ones missed, not to hold the model.
+        single = "memory capacity" if size == smallest else _nearer_bound(found, inputs)
+        binding = _binding(replicas, lowest, bound[1], found, failure, inputs, rep, single)
     return Pool("prefill and decode", tp, pp, ep, replicas, rate / replicas,
                 found.ttft_p99_s, found.tpot_p99_s, found.batch, engine.chunked_prefill,
                 method, binding)
@@ -461,8 +467,13 @@ def _binding(replicas: int, lowest: int, bound_term: str, found, failure, inputs
         # One replica fewer could not keep up: its queue grew (whatever bound caught it),
         # so the resource that dominates the step binds.
         return _resource(rep, failure.batch, *inputs.workload.mean_tokens())
-    over = {"TTFT": failure.ttft_p99_s / inputs.limit_ttft_s,
-            "TPOT": failure.tpot_p99_s / inputs.limit_tpot_s}
+    return _nearer_bound(failure, inputs)
+
+
+def _nearer_bound(run, inputs: PlanInputs) -> str:
+    """``"TTFT"`` or ``"TPOT"``: the bound whose limit ``run``'s p99 comes nearer."""
+    over = {"TTFT": run.ttft_p99_s / inputs.limit_ttft_s,
+            "TPOT": run.tpot_p99_s / inputs.limit_tpot_s}
     return max(over, key=over.get)
 
 

@@ -345,6 +345,11 @@ GOOD = {
         _replica(), _requests()),
     "loadgen.log_of_runs.results": lambda: [importlib.import_module(
         "inferlab.serving.simulator").simulate(_replica(), _requests())],
+    "simulator.simulate_lanes.lanes": lambda: [_requests()],
+    "pipeline.LockStep.engines": lambda: [importlib.import_module(
+        "inferlab.serving.engines").ContinuousEngine(
+        _replica(), _requests(),
+        importlib.import_module("inferlab.serving.scheduler").Scheduler())],
     "count": 10,
     "output": lambda: importlib.import_module("inferlab.benchmark.traffic").Lengths(16),
     "bisection.highest_passing.trial": lambda: (lambda x: (x < 3.0, x)),

@@ -414,3 +414,57 @@ def test_scheduling_rounds_are_refused_where_they_are_not_modelled():
         sim.Scheduler(chunked_prefill=False, min_prefill_queries=0)
     with pytest.raises(ValueError, match="scheduler_steps"):
         sim.Scheduler(kind="static", chunked_prefill=False, scheduler_steps=2)
+
+
+# ---- the lanes of a pipeline, in lock step --------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def piped():
+    """Llama 2 70B in two pipeline stages of one H200 each: two lanes."""
+    return replica("Llama 2 70B", H200, 1, "fp8", pp=2, memory_efficiency=0.65,
+                   compute_efficiency=0.65, step_overhead_s=0.001)
+
+
+def test_two_lanes_with_the_same_work_run_as_one_lane_alone(piped):
+    # Every round pairs two equal steps, so lock step costs nothing.
+    requests = make_requests(300, Lengths(500, 0.6), Lengths(200, 0.6), rate_per_s=3.0, seed=4)
+    scheduler = sim.Scheduler(max_batch=64, token_budget=1024)
+    alone = sim.simulate(piped, requests, scheduler)
+    for lane in sim.simulate_lanes(piped, [requests, requests], scheduler):
+        np.testing.assert_allclose(lane.first_token_s, alone.first_token_s, rtol=1e-9)
+        np.testing.assert_allclose(lane.finish_s, alone.finish_s, rtol=1e-9)
+
+
+def test_a_lane_of_short_prompts_waits_for_a_lane_of_long_ones(piped):
+    scheduler = sim.Scheduler(max_batch=64, token_budget=2048)
+    light = make_requests(200, Lengths(50), Lengths(200), arrival="all_at_once", seed=1)
+    heavy = make_requests(200, Lengths(2000), Lengths(20), arrival="all_at_once", seed=2)
+    paired = sim.simulate_lanes(piped, [light, heavy], scheduler)
+    alone = [sim.simulate(piped, requests, scheduler) for requests in (light, heavy)]
+    # The light lane's steps are stretched to the heavy lane's while both run ...
+    assert paired[0].makespan_s > 1.2 * alone[0].makespan_s
+    both = min(paired[0].makespan_s, paired[1].makespan_s)
+    light_ends = paired[0].step_end_s[paired[0].step_end_s < both]
+    heavy_ends = paired[1].step_end_s
+    nearest = np.abs(light_ends[:, None] - heavy_ends[None, :]).min(axis=1)
+    assert np.all(nearest <= 1e-9 * both)
+    # ... and never made shorter: no step of a lane is faster than it is alone.
+    for lane, solo in zip(paired, alone, strict=True):
+        assert lane.makespan_s >= solo.makespan_s * (1 - 1e-12)
+        assert np.all(lane.first_token_s >= 0) and np.all(lane.finish_s >= lane.first_token_s)
+
+
+def test_lanes_that_cannot_run_in_lock_step_are_refused_by_name(piped, rep):
+    requests = make_requests(8, Lengths(100), Lengths(20), arrival="all_at_once")
+    with pytest.raises(ValueError, match="lanes: 3 lanes given.*give 1 to 2"):
+        sim.simulate_lanes(piped, [requests] * 3)
+    with pytest.raises(ValueError, match="lanes: 2 lanes given.*give 1 to 1"):
+        sim.simulate_lanes(rep, [requests] * 2)
+    with pytest.raises(ValueError, match="lanes: give a list"):
+        sim.simulate_lanes(piped, requests)
+    with pytest.raises(ValueError, match="scheduler"):
+        sim.simulate_lanes(piped, [requests] * 2, sim.Scheduler(kind="static"))
+    closed = make_requests(8, Lengths(100), Lengths(20), arrival="closed", concurrency=2)
+    with pytest.raises(ValueError, match="lanes: a closed loop"):
+        sim.simulate_lanes(piped, [closed] * 2)

@@ -66,7 +66,10 @@ micro-batch whose step passes through every stage in turn: its step time is that
 whole model on ``tp`` chips' bandwidth and FLOP/s, plus the hand-offs between stages, and
 the lanes share the cache of all ``tp x pp`` chips. When fewer than ``pp`` micro-batches
 are ready (a light load, one stream) lanes sit idle: that is the pipeline bubble, and it
-is why pipelining buys throughput and capacity, never a faster token.
+is why pipelining buys throughput and capacity, never a faster token. The lanes also
+move in lock step, each round of steps as long as its slowest lane's, so a lane of
+light decode steps waits for one carrying a chunk of prompt: the simulator runs them so
+(:class:`inferlab.serving.pipeline.LockStep`).
 
 **What a step reads.** ``params_read`` is every weight of a dense model but the
 embedding rows a step does not look up, and for a mixture of experts the dense part and

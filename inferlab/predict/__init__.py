@@ -36,9 +36,10 @@ count, p99 TTFT and TPOT bounds, early stopping), found by bisection; Single-Str
 query at a time. Any other workload runs Offline as *steady Offline*: every request queued
 at once on each replica, enough of them to fill its batch :data:`STEADY_WAVES` times over,
 so that the throughput is the engine's sustained rate rather than a short run's ramp and
-drain. Replicas given the same queue behave the same, so one is simulated and the
-system's rate is the replicas' count times its rate. Server and Interactive on such a
-workload take the bounds of the model's MLPerf benchmark, where it has one.
+drain. Replicas given the same queue behave the same, so one is simulated (its lanes
+together) and the system's rate is the replicas' count times its rate. Server and
+Interactive on such a workload take the bounds of the model's MLPerf benchmark, where it
+has one.
 
 ``tokens_per_s`` is output tokens per second of the whole system. No fitted number is
 per model, data set or length: the stacks are fitted on Llama 2 70B and every other model
@@ -86,7 +87,7 @@ from inferlab.serving.loadgen import (
     run_scenario,
     server_trial,
 )
-from inferlab.serving.simulator import simulate
+from inferlab.serving.simulator import simulate_lanes
 
 #: The rules the calibration and the accuracy benchmark run in each scenario, which are
 #: MLPerf's own (600 s minimum) in every one. Shorter runs mislead twice over. LoadGen's Server
@@ -110,7 +111,8 @@ SEARCH_ITERATIONS = 10
 #: in lockstep).
 STEADY_WAVES = 16
 
-#: The fewest and most requests a steady Offline run queues on its one simulated replica.
+#: The fewest and most requests a steady Offline run queues on each lane of its one
+#: simulated replica.
 STEADY_REQUESTS = (256, 200_000)
 
 #: The longest p99 bound a service level may give, an hour: beyond it no queue is a bound.
@@ -522,25 +524,29 @@ def _check_request_fits(rep, workload: Workload) -> None:
 
 def _steady_offline(system: System, workload: Workload, hw, spec, precision, scenario, stack,
                     tp, stages, experts, replicas, tp_from, judged) -> Prediction:
-    """Steady Offline (module docstring): one replica lane, queued full ``STEADY_WAVES``
-    times over, scaled to the system."""
+    """Steady Offline (module docstring): one replica, each of its lanes queued full
+    ``STEADY_WAVES`` times over, scaled to the system."""
     rep, scheduler = system.replica, system.scheduler
     mean_prompt, mean_output = workload.mean_tokens()
     concurrency = max(1, min(scheduler.max_batch,
                              int(rep.kv_capacity_tokens // (mean_prompt + mean_output))))
     low, high = STEADY_REQUESTS
     n = int(min(high, max(low, STEADY_WAVES * concurrency)))
-    prompts, outputs = workload.lengths(n)
-    result = simulate(rep, Requests(np.zeros(n), prompts, outputs, "all_at_once"), scheduler)
-    log = log_of_runs([result])
-    lane_tok_s = log.tokens / float(np.max(log.finish_s))
-    tokens_per_s = lane_tok_s * system.replicas
+    lanes = rep.lanes
+    prompts, outputs = workload.lengths(n * lanes)
+    shares = dealt_in_turn(n * lanes, lanes)
+    results = simulate_lanes(rep, [Requests(np.zeros(n), prompts[share], outputs[share],
+                                            "all_at_once") for share in shares], scheduler)
+    log = log_of_runs(results, shares)
+    copy_tok_s = log.tokens / float(np.max(log.finish_s))
+    tokens_per_s = copy_tok_s * replicas
     decoding = log.output_tokens > 1
     tpot = loadgen_percentile(log.tpot_s[decoding], 0.99) if decoding.any() else math.nan
     return Prediction(hw.name, system.accelerators, spec.name, precision, scenario, stack.name,
                       tp, replicas, float(tokens_per_s), float(tokens_per_s), "tokens/s", True,
                       float(loadgen_percentile(log.ttft_s, 0.99)), float(tpot),
-                      peak_batch(log, 1), None, tp_from, stages, experts, workload.name, judged)
+                      peak_batch(log, lanes, shares), None, tp_from, stages, experts,
+                      workload.name, judged)
 
 
 def _layouts(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str, scenario: str,

@@ -381,6 +381,9 @@ class ContinuousEngine:
         self.segments: list = []
         self.done = 0
         self.admitting = 0    # prompts taken into the prefill step being formed
+        # Set by LockStep: where the requests whose first token or finish a step records
+        # are listed.
+        self.events: list | None = None
 
     # ---- what the policies ask ------------------------------------------------------
 
@@ -402,9 +405,13 @@ class ContinuousEngine:
         self.finish[i] = when
         self.done += 1
         self.arrivals.finished(when)
+        if self.events is not None:
+            self.events.append(i)
 
     def prefill_done(self, i: int, when: float) -> None:
         """Request i's prefill ended at ``when``: it has a token; it joins the batch or finishes."""
+        if self.events is not None:
+            self.events.append(i)
         if math.isnan(self.first[i]):
             # A disaggregated request got its first token from the prefill pool.
             self.first[i] = self.prefilled[i] if self.disaggregated else when
@@ -474,6 +481,19 @@ class ContinuousEngine:
         """A run of decode-only steps until the next event (a retirement, a full cache, or an
         arrival that could be admitted). Between events a step's time is linear in the
         context, which grows by one token per running request per step: ``m0 + m1 j``."""
+        plan = self.decode_plan()
+        if plan is None:
+            return
+        m0, m1, k_max, tau = plan[:4]
+        k, took = _advance(m0, m1, k_max, tau)
+        self.decode_apply(plan, k, took, took, ((self.t, k, m0, m1),))
+
+    def decode_plan(self) -> tuple | None:
+        """The next run of decode-only steps, ``(m0, m1, k_max, tau, batch, wasted per
+        step)``: step ``j`` of it takes ``m0 + m1 j``, it may run ``k_max`` steps, and it
+        stops at the first step ending ``tau`` seconds from now or later (an arrival that
+        could be admitted). ``None`` if the cache was full and a request was preempted
+        instead."""
         if self.n_run == 0:
             raise RuntimeError("simulate: no request running and none admissible; "
                                "this is a bug in the simulator")
@@ -481,65 +501,81 @@ class ContinuousEngine:
         while retire[0][2] != epoch[retire[0][1]]:
             heapq.heappop(retire)  # left behind by a preempted request
         n_run = self.n_run
-        decode_steps = self.decode_steps
-        k_max = retire[0][0] - decode_steps
-        grows = self.grows
-        if grows:
+        k_max = retire[0][0] - self.decode_steps
+        if self.grows:
             if self.kv_used + n_run > self.capacity:
                 self.preempt_last()
-                return
+                return None
             k_max = min(k_max, (self.capacity - self.kv_used) // n_run)
         # Stop at the next arrival only if it could be admitted then; otherwise it waits anyway.
         tau = math.inf
         incoming = self.arrivals.incoming
-        t = self.t
         if self.rounds is not None:
             # In rounds, a prompt is admitted only at a round's end, wherever it arrives.
             k_max = min(k_max, self.rounds.decode_steps_left(self))
         elif not self.waiting and incoming and n_run + len(self.prefilling) < self.max_batch:
-            tau = incoming[0][0] - t
+            tau = incoming[0][0] - self.t
         if self.shape is not None:
             batch = self.shape.pad_batch(n_run)
             slot = self.memory.slot_tokens
-            m0 = self.step_time(batch, batch * slot, batch * slot, batch)
-            m1 = 0.0
-            wasted_per_step = batch - n_run
-        else:
-            batch = n_run
-            m0 = self.step_time(n_run, self.ctx_sum, self.ctx_sum, n_run)
-            m1 = self.kv_s * n_run
-            wasted_per_step = 0
-        k, took = _advance(m0, m1, k_max, tau)
-        self.segments.append((t, k, m0, m1, n_run, 0))
-        t += took
+            return (self.step_time(batch, batch * slot, batch * slot, batch), 0.0, k_max, tau,
+                    batch, batch - n_run)
+        return (self.step_time(n_run, self.ctx_sum, self.ctx_sum, n_run),
+                self.kv_s * n_run, k_max, tau, n_run, 0)
+
+    def decode_apply(self, plan: tuple, k: int, took: float, own: float, pieces) -> None:
+        """Advance ``k`` steps of the run ``plan`` (:meth:`decode_plan`) that took ``took``
+        seconds, ``own`` of them this engine's work (less where it waited for other lanes),
+        recorded as ``pieces`` of ``(start, steps, m0, m1)``."""
+        n_run, batch, wasted_per_step = self.n_run, plan[4], plan[5]
+        self.segments.extend((start, steps, m0, m1, n_run, 0) for start, steps, m0, m1 in pieces)
+        t = self.t + took
         self.t = t
-        self.busy += took
+        self.busy += own
         self.computed += k * batch
         if wasted_per_step:
             self.wasted += k * wasted_per_step
-        self.decode_steps = decode_steps + k
+        self.decode_steps += k
         self.ctx_sum += k * n_run
-        if grows:
+        if self.grows:
             self.kv_used += k * n_run
         self.retire_due(t)
 
-    def run(self) -> Record:
+    def admit_arrived(self) -> None:
+        """Everything that has arrived by now joins the queue."""
         incoming, waiting, arrival = self.arrivals.incoming, self.waiting, self.arrival
-        prefill_step, decode_run = self.prefill.step, self.decode_run
+        while incoming and incoming[0][0] <= self.t:
+            when, i = incoming.popleft()
+            arrival[i] = when
+            waiting.append(i)
+
+    @property
+    def busy_now(self) -> bool:
+        """Whether there is work to do at this moment (requests running, prompts being
+        prefilled or queued)."""
+        return bool(self.n_run or self.prefilling or self.waiting)
+
+    def work(self) -> None:
+        """Run a step that prefills if the policy has prompt work now, else a run of
+        decode steps."""
+        if not self.prefill.step(self):
+            self.decode_run()
+
+    def run(self) -> Record:
+        incoming = self.arrivals.incoming
         n = self.n
         while self.done < n:
-            # Everything that has arrived by now joins the queue.
-            while incoming and incoming[0][0] <= self.t:
-                when, i = incoming.popleft()
-                arrival[i] = when
-                waiting.append(i)
-            if self.n_run == 0 and not self.prefilling and not waiting:
+            self.admit_arrived()
+            if not self.busy_now:
                 if not incoming:
                     raise RuntimeError("simulation stalled with requests left")  # cannot happen
                 self.t = max(self.t, incoming[0][0])
                 continue
-            if not prefill_step(self):
-                decode_run()
+            self.work()
+        return self.record()
+
+    def record(self) -> Record:
+        """What the run produced, for the simulator's result."""
         return Record(self.arrival, self.first, self.finish, self.preempt, self.segments,
                       self.busy, self.computed, self.wasted, self.join_step, self.final_tokens,
                       self.history)

@@ -29,9 +29,10 @@ any :class:`~inferlab.benchmark.verdict.QueryLog`, simulated or measured. This m
 scenarios against the simulator and searches for the highest Server rate that passes.
 
 The system is ``replicas`` copies of one :class:`inferlab.model.steptime.Replica`
-(data parallel); queries are dealt to them round-robin, as a simple harness
-does, or at random (:data:`DISPATCHES`), and each copy is simulated with
-:func:`inferlab.serving.simulator.simulate`.
+(data parallel), or lanes of pipeline-parallel copies, ``replica.lanes`` to a copy;
+queries are dealt to them round-robin, as a simple harness does, or at random
+(:data:`DISPATCHES`), and the lanes of each copy are simulated together, in lock step
+(:func:`inferlab.serving.simulator.simulate_lanes`).
 
 Used in chapter 'Benchmark scenarios'.
 """
@@ -72,6 +73,7 @@ from inferlab.serving.simulator import (
     Scheduler,
     SimResult,
     simulate,
+    simulate_lanes,
 )
 
 #: How far past its compute ceiling (:meth:`System.ceiling_rate_per_s`) a Server or
@@ -145,7 +147,9 @@ def dealt_in_turn(n: int, replicas: int) -> list[np.ndarray]:
 
 @dataclass(frozen=True)
 class System:
-    """A system under test: ``replicas`` data-parallel copies of one replica.
+    """A system under test: ``replicas`` data-parallel copies of one replica, or for a
+    pipeline-parallel replica ``replicas`` lanes, ``replica.lanes`` of them to a copy
+    (the lanes of a copy run in lock step).
 
     ``accelerators`` is ``replicas x replica.tp``. ``dispatch`` says how queries reach
     the replicas (:data:`DISPATCHES`). Used in chapters 'Batching' and 'Benchmark
@@ -205,28 +209,39 @@ def _poisson_run(system: System, workload: Workload, rate: float, n: int,
 
 def _serve(system: System, arrivals: np.ndarray, prompts, outputs, kind: str,
            hopeless=None, simulated=None) -> QueryLog | None:
-    """Deal the queries to the replicas as the system dispatches (:meth:`System.shares`),
-    simulate each, merge the logs.
+    """Deal the queries to the replicas' lanes as the system dispatches
+    (:meth:`System.shares`), simulate each pipeline's lanes together
+    (:func:`~inferlab.serving.simulator.simulate_lanes`), merge the logs.
 
-    ``hopeless``, if given, sees each replica's log as it is simulated; once it
+    ``hopeless``, if given, sees each pipeline's log as it is simulated; once it
     returns true the run is abandoned and ``None`` returned. ``simulated`` maps a
-    replica's index to the run of its share, already simulated, which is used as it is.
+    pipeline's first lane to the runs of its lanes' shares, already simulated, which are
+    used as they are.
     """
     simulated = {} if simulated is None else simulated
     shares, runs = [], []
-    for index, share in enumerate(system.shares(len(prompts))):
-        if not share.size:
-            continue
-        run = simulated.get(index)
-        if run is None:
-            requests = Requests(arrivals[share], prompts[share], outputs[share], kind)
-            run = simulate(system.replica, requests, system.scheduler)
-        shares.append(share)
-        runs.append(run)
-        if hopeless is not None and hopeless(log_of_runs(runs[-1:])):
+    for first, group in _pipelines(system, len(prompts)):
+        done = simulated.get(first)
+        if done is None:
+            done = simulate_lanes(system.replica, [
+                Requests(arrivals[share], prompts[share], outputs[share], kind)
+                for share in group], system.scheduler)
+        shares += group
+        runs += done
+        if hopeless is not None and hopeless(log_of_runs(done)):
             return None
     # Each query keeps its place in the issue order (every Offline query is issued at 0).
     return log_of_runs(runs, shares)
+
+
+def _pipelines(system: System, n: int) -> list[tuple[int, list[np.ndarray]]]:
+    """The lanes' shares of ``n`` queries (:meth:`System.shares`) grouped by the pipeline
+    they run in (``replica.lanes`` lanes a pipeline), each group with the index of its
+    first lane; lanes dealt nothing are left out, and groups left empty."""
+    shares, lanes = system.shares(n), system.replica.lanes
+    groups = ((first, [share for share in shares[first:first + lanes] if share.size])
+              for first in range(0, len(shares), lanes))
+    return [(first, group) for first, group in groups if group]
 
 
 def queries_to_issue(scheduled_s, rules: RunRules) -> int:
@@ -408,22 +423,21 @@ def _offline_run(system: System, workload: Workload, rules: RunRules) -> QueryLo
     until they last), padded to whole dataset passes under equal issue.
 
     Each replica serves its share of the samples on its own, so a try simulates only the
-    largest share: the whole run lasts at least as long. The other replicas then run
-    once, at the count found, beside the share already simulated.
+    pipeline of the largest share: the whole run lasts at least as long. The other
+    replicas then run once, at the count found, beside the pipeline already simulated.
     """
     n = rules.pad(rules.offline_min_samples)
     while True:
         prompts, outputs = workload.lengths(n)
-        shares = system.shares(n)
-        largest = max(range(len(shares)), key=lambda index: shares[index].size)
-        share = shares[largest]
-        run = simulate(system.replica, Requests(np.zeros(share.size), prompts[share],
-                                                outputs[share], "all_at_once"),
-                       system.scheduler)
-        took = float(np.max(run.finish_s))
+        first, group = max(_pipelines(system, n),
+                           key=lambda pipeline: max(share.size for share in pipeline[1]))
+        runs = simulate_lanes(system.replica, [
+            Requests(np.zeros(share.size), prompts[share], outputs[share], "all_at_once")
+            for share in group], system.scheduler)
+        took = max(float(np.max(run.finish_s)) for run in runs)
         if took >= rules.min_duration_s:
             return _serve(system, np.zeros(n), prompts, outputs, "all_at_once",
-                          simulated={largest: run})
+                          simulated={first: runs})
         n = rules.pad(max(n + 1, math.ceil(n / took * rules.min_duration_s * 1.1)))
         if n > MAX_QUERIES:
             raise ValueError(f"rules: an Offline run of {rules.min_duration_s:g} s needs more "

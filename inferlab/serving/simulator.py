@@ -74,6 +74,7 @@ from inferlab.common import checks
 from inferlab.common.bisection import bisect, highest_passing
 from inferlab.model.steptime import Replica
 from inferlab.serving.engines import ContinuousEngine, Record, StaticEngine
+from inferlab.serving.pipeline import LockStep
 from inferlab.serving.scheduler import PAGED_WATERMARK_FRACTION, Scheduler
 
 # The scheduling configuration lives in inferlab.serving.scheduler; chapters import it from here.
@@ -251,7 +252,8 @@ def simulate(rep: Replica, requests: Requests, scheduler: Scheduler | None = Non
 
     Deterministic: the same inputs give the same result (the randomness is all in
     how ``requests`` were drawn). See the module docstring for the schedulers,
-    the KV-cache policies and the assumptions.
+    the KV-cache policies and the assumptions. A pipeline-parallel replica is served
+    here as one of its lanes alone (:func:`simulate_lanes` runs them together).
 
     Raises ``ValueError`` if a request can never fit in the KV cache (its prompt
     plus output, or its reservation, exceeds ``rep.kv_capacity_tokens``), or if
@@ -259,6 +261,48 @@ def simulate(rep: Replica, requests: Requests, scheduler: Scheduler | None = Non
 
     Used in chapter 'Batching'.
     """
+    sch = _checked(rep, requests, scheduler)
+    engine = (StaticEngine if sch.kind == "static" else ContinuousEngine)(rep, requests, sch)
+    record = engine.run()
+    if sch.disaggregated is not None:
+        record.arrival = requests.arrival_s.tolist()  # the engine saw when caches arrived
+    return _result(rep, requests, sch, record)
+
+
+def simulate_lanes(rep: Replica, lanes, scheduler: Scheduler | None = None) -> list[SimResult]:
+    """Serve each of ``lanes`` (a list of at most ``rep.lanes``
+    :class:`~inferlab.benchmark.traffic.Requests`, one per micro-batch) on its own lane of
+    the pipeline-parallel replica ``rep``, the lanes in lock step
+    (:class:`~inferlab.serving.pipeline.LockStep`): every round of steps lasts as long as
+    its slowest lane's. One result per lane, in order; one lane is :func:`simulate`.
+
+    Continuous batching with open-loop arrivals only: a static batch or a prefill pool
+    in front of a pipeline is not modelled, and a closed loop is one stream on one lane.
+    """
+    if isinstance(lanes, Requests) or not isinstance(lanes, (list, tuple)) or not lanes:
+        raise ValueError("lanes: give a list of Requests, one per lane")
+    sch = _checked(rep, lanes[0], scheduler)
+    if len(lanes) > rep.lanes:
+        raise ValueError(f"lanes: {len(lanes)} lanes given, but {rep.name} has "
+                         f"{rep.lanes} (its pipeline stages); give 1 to {rep.lanes}")
+    if len(lanes) == 1:
+        return [simulate(rep, lanes[0], sch)]
+    for requests in lanes[1:]:
+        _checked(rep, requests, sch)
+    if sch.kind == "static" or sch.disaggregated is not None:
+        raise ValueError("scheduler: lanes in lock step are simulated with continuous "
+                         "batching and prefill on the replica itself")
+    if any(requests.kind == "closed" for requests in lanes):
+        raise ValueError("lanes: a closed loop is simulated on one lane (simulate); give "
+                         "open-loop (Poisson or all-at-once) arrivals")
+    records = LockStep([ContinuousEngine(rep, requests, sch) for requests in lanes]).run()
+    return [_result(rep, requests, sch, record)
+            for requests, record in zip(lanes, records, strict=True)]
+
+
+def _checked(rep: Replica, requests: Requests, scheduler: Scheduler | None) -> Scheduler:
+    """The scheduler to run (the default one for ``None``), once ``rep``, ``requests`` and it
+    are known to make a run that can finish (see :func:`simulate`'s errors)."""
     if not isinstance(rep, Replica):
         raise ValueError(f"rep: {rep!r} is not a Replica; build one with "
                          "inferlab.model.steptime.replica")
@@ -294,11 +338,7 @@ def simulate(rep: Replica, requests: Requests, scheduler: Scheduler | None = Non
             PAGED_WATERMARK_FRACTION * capacity) > capacity:
         raise ValueError(f"requests: a request of {longest} tokens (prompt + output) does not "
                          f"fit in the KV capacity of {capacity} tokens of {rep.name}")
-    engine = (StaticEngine if sch.kind == "static" else ContinuousEngine)(rep, requests, sch)
-    record = engine.run()
-    if sch.disaggregated is not None:
-        record.arrival = requests.arrival_s.tolist()  # the engine saw when caches arrived
-    return _result(rep, requests, sch, record)
+    return sch
 
 
 def _result(rep: Replica, requests: Requests, sch: Scheduler, record: Record) -> SimResult:
