@@ -632,7 +632,14 @@ def _disaggregated(chip: _Chip, layouts, beat: float = math.inf) -> Plan | None:
                       "KV cache from the prefill pool to the decode pool")
     mean_in, mean_out = work.mean_tokens()
     prompts = work.lengths(min(inputs.requests, 10_000))[0]
-    decoders, floors = _decode_rates(chip, layouts, mean_in, mean_out)
+    # A decode replica of pipeline stages runs its lanes in lock step, all fed by one
+    # prefill pool: a pairing the simulator does not model, so decode is tensor-parallel.
+    flat = [layout for layout in layouts if layout[1] == 1]
+    if not flat:
+        raise Refused(f"every layout of {hw.name} that holds {inputs.model.name} needs "
+                      "pipeline stages, and a decode pool of pipeline stages fed by a "
+                      "prefill pool is not modelled")
+    decoders, floors = _decode_rates(chip, flat, mean_in, mean_out)
     candidates = []
     for tp, pp, ep in layouts:
         rep = chip.replica(tp, pp, ep)
