@@ -37,7 +37,9 @@ experts). Two modes:
   cache over the scale-out network; the unit is simulated whole, and the plan is the fewest
   units that pass, as above. The decode layout's closed form (the largest batch whose step, at
   the mean context of a request half-way through its answer, meets the TPOT bound; Little's law)
-  gives the first count tried. The pools may differ in layout.
+  gives the first count tried. The pools may differ in layout; the decode pool's is
+  tensor-parallel only (a pipelined decode replica's lanes move in lock step, and one
+  prefill pool feeding all of them is not modelled).
 
 The search per chip is branch and bound: each layout has an upper bound on its rate (all
 FLOPs at the stack's compute rate, every step at least one read of the weights at the
@@ -60,13 +62,16 @@ prefill pool's chip-hours.
 the rate search stopped), else the resource that dominates a step at the plan's batch
 (``weight bandwidth``, ``KV bandwidth``, ``KV capacity``, ``compute``, ``interconnect``,
 ``fixed step cost``), or ``memory capacity`` where one replica, the fewest chips that hold
-the model and one request's cache, already carries the traffic.
+the model and one request's cache, already carries the traffic (one larger replica is
+labelled by the bound its p99 comes nearest).
 
 **Refusals.** A chip that cannot hold the model, has no rate at the precision, is a whole
 system rather than a chip, or keeps its weights in SRAM across hundreds of chips (a
 pipeline longer than the simulator's replicas), and a service level below every layout's
 floor (the bandwidth floor of a token, the compute floor of a prompt, each named with its
-figures), is refused with the reason. Bad input raises ``ValueError`` naming the argument.
+figures), is refused with the reason, and so is the disaggregated mode where every layout
+that holds the model needs pipeline stages. Bad input raises ``ValueError`` naming the
+argument.
 
 Every figure is modelled: the stacks are fitted on MLPerf Llama 2 70B (each plan says
 where its stack's numbers came from) or assumed, and the appendix 'How far the model

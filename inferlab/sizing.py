@@ -443,8 +443,9 @@ def _aggregated_pool(chip: _Chip, tp, pp, ep, engine, rep, bound, best,
         method = (f"simulated: one replica at its share of the traffic, "
                   f"{inputs.requests:,} Poisson requests judged as LoadGen judges a Server "
                   f"run, the fewest replicas whose p99s meet the bounds")
-        # One replica of more chips than the smallest layout needs is there for a bound
-        # the smaller ones missed, not to hold the model.
+        # One replica of more chips than the smallest layout needs is not there to hold
+        # the model; it is labelled by the bound its own run comes nearest, a stand-in for
+        # whatever ruled the smaller layouts out.
         single = "memory capacity" if size == smallest else _nearer_bound(found, inputs)
         binding = _binding(replicas, lowest, bound[1], found, failure, inputs, rep, single)
     return Pool("prefill and decode", tp, pp, ep, replicas, rate / replicas,

@@ -167,6 +167,11 @@ class System:
         if not isinstance(self.replica, Replica):
             raise ValueError(f"replica: {self.replica!r} is not a Replica")
         checks.whole("replicas", self.replicas)
+        if self.replicas % self.replica.lanes:
+            raise ValueError(f"replicas: {self.replicas} lanes do not make whole copies of "
+                             f"{self.replica.name}, whose {self.replica.lanes} pipeline stages "
+                             f"run {self.replica.lanes} lanes; give a multiple of "
+                             f"{self.replica.lanes}")
         if self.dispatch not in DISPATCHES:
             raise ValueError(f"dispatch: {self.dispatch!r} is not one of "
                              f"{', '.join(DISPATCHES)}")
@@ -422,9 +427,9 @@ def _offline_run(system: System, workload: Workload, rules: RunRules) -> QueryLo
     before the minimum duration (scaled up from the last try, with LoadGen's 10 % slack,
     until they last), padded to whole dataset passes under equal issue.
 
-    Each replica serves its share of the samples on its own, so a try simulates only the
-    pipeline of the largest share: the whole run lasts at least as long. The other
-    replicas then run once, at the count found, beside the pipeline already simulated.
+    Each replica (a pipeline's lanes together) serves its share of the samples on its own,
+    so a try simulates only the replica of the largest share: the whole run lasts at least
+    as long. The other replicas then run once, at the count found, beside it.
     """
     n = rules.pad(rules.offline_min_samples)
     while True:

@@ -39,7 +39,8 @@ class LockStep:
 
     While no lane has prompt work, the lanes' decode steps run together in closed form
     as a single engine's do (:func:`~inferlab.serving.engines.advance`), each round as
-    long as the longest of the lanes' steps, until the first event of any lane.
+    long as the longest of the lanes' steps, until the first event of any lane (a
+    retirement, a full cache, an arrival it could admit, or an arrival at an idle lane).
     """
 
     def __init__(self, engines: list) -> None:
@@ -58,36 +59,44 @@ class LockStep:
                 engine.t = clock
                 engine.admit_arrived()
             working = [engine for engine in lanes if engine.busy_now]
+            # The next arrival at a lane with nothing to do, which ends a run of rounds.
+            wake = min((engine.arrivals.incoming[0][0] for engine in lanes
+                        if not engine.busy_now and engine.arrivals.incoming),
+                       default=math.inf)
             if not working:
-                clock = min(engine.arrivals.incoming[0][0] for engine in lanes
-                            if engine.arrivals.incoming)
+                clock = wake
                 continue
-            clock = self._round(working, clock)
+            clock = self._round(working, clock, wake)
         return [engine.record() for engine in lanes]
 
     @staticmethod
-    def _round(working: list[ContinuousEngine], clock: float) -> float:
-        """One round (or, with no prompt work anywhere, a run of rounds) of the working
-        lanes from ``clock``; returns when it ends."""
+    def _round(working: list[ContinuousEngine], clock: float, wake: float) -> float:
+        """One round (or, with no prompt work anywhere, a run of rounds up to the first
+        event of any lane, ``wake`` an idle lane's next arrival) of the working lanes from
+        ``clock``; returns when it ends."""
         prefilled, plans = [], []
         for engine in working:
             recorded = len(engine.segments)
-            if engine.prefill.step(engine):
-                prefilled.append((engine, recorded, engine.t))
-            elif (plan := engine.decode_plan()) is not None:
-                plans.append((engine, plan))
+            while True:
+                if engine.prefill.step(engine):
+                    prefilled.append((engine, recorded, engine.t))
+                    break
+                plan = engine.decode_plan()
+                if plan is not None:
+                    plans.append((engine, plan))
+                    break
+                # A full cache preempted a request: the lane decides again at once, as a
+                # lone engine does.
         if prefilled:
             # One round: the decoding lanes take one step each, as long as the slowest.
             end = max([ended for _, _, ended in prefilled]
                       + [clock + plan[0] for _, plan in plans])
             k, took, pieces = 1, end - clock, ((0.0, 1, end - clock, 0.0),)
-        elif plans:
+        else:
             k, took, pieces = _in_step([plan[:2] for _, plan in plans],
                                        min(plan[2] for _, plan in plans),
-                                       min(plan[3] for _, plan in plans))
+                                       min([plan[3] for _, plan in plans] + [wake - clock]))
             end = clock + took
-        else:
-            return clock  # every lane preempted a request: nothing ran yet
         for engine, plan in plans:
             engine.decode_apply(plan, k, took, _elapsed(k, plan[0], plan[1]),
                                 tuple((clock + start, steps, m0, m1)
@@ -115,7 +124,8 @@ def _in_step(lines, k_max: int, tau: float) -> tuple[int, float, list]:
         until = k_max
         for a0, a1 in lines:
             if a1 > m1:
-                overtakes = math.floor((m0 - a0) / (a1 - m1)) + 1
+                # At least the next step: rounding must not hide an overtake.
+                overtakes = max(j + 1, math.floor((m0 - a0) / (a1 - m1)) + 1)
                 if j < overtakes < until:
                     until = overtakes
         steps, took = _advance(base, m1, until - j, tau - before)

@@ -285,16 +285,18 @@ def simulate_lanes(rep: Replica, lanes, scheduler: Scheduler | None = None) -> l
     if len(lanes) > rep.lanes:
         raise ValueError(f"lanes: {len(lanes)} lanes given, but {rep.name} has "
                          f"{rep.lanes} (its pipeline stages); give 1 to {rep.lanes}")
-    if len(lanes) == 1:
-        return [simulate(rep, lanes[0], sch)]
     for requests in lanes[1:]:
         _checked(rep, requests, sch)
-    if sch.kind == "static" or sch.disaggregated is not None:
+    # Refused for a pipelined replica however many of its lanes have work, so that a run
+    # does not pass or fail with the traffic it was dealt.
+    if rep.lanes > 1 and (sch.kind == "static" or sch.disaggregated is not None):
         raise ValueError("scheduler: lanes in lock step are simulated with continuous "
                          "batching and prefill on the replica itself")
-    if any(requests.kind == "closed" for requests in lanes):
+    if rep.lanes > 1 and any(requests.kind == "closed" for requests in lanes):
         raise ValueError("lanes: a closed loop is simulated on one lane (simulate); give "
                          "open-loop (Poisson or all-at-once) arrivals")
+    if len(lanes) == 1:
+        return [simulate(rep, lanes[0], sch)]
     records = LockStep([ContinuousEngine(rep, requests, sch) for requests in lanes]).run()
     return [_result(rep, requests, sch, record)
             for requests, record in zip(lanes, records, strict=True)]
