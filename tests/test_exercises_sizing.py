@@ -82,3 +82,20 @@ def test_ex_hw_prefix_halves_the_mean_ttft_at_the_hit_rate_it_gives(answers):
     assert 0 < hit < 1
     assert hit * cached + (1 - hit) * cold == pytest.approx(cold / 2)
     assert answers["ex_hw_prefix_spared"] == pytest.approx(0.9 * 3000 / 4000)
+
+
+@pytest.mark.build
+def test_ex_hw_lockstep_costs_where_the_lanes_steps_differ(answers):
+    # (a) The round is the slower step; the faster lane waits out the rest.
+    assert answers["ex_hw_lockstep_round_ms"] == pytest.approx(300.0)
+    assert answers["ex_hw_lockstep_wait"] == pytest.approx(0.8)
+    # (b) Short answers keep a prompt in nearly every step and lock step costs almost
+    # nothing; long requests fill the cache, leave decode-only steps and cost throughput.
+    assert answers["ex_hw_lockstep_cnn_prompt_steps"] >= 0.99
+    assert answers["ex_hw_lockstep_long_prompt_steps"] < 0.95
+    assert 0 <= answers["ex_hw_lockstep_cnn_cost"] < 0.01
+    assert answers["ex_hw_lockstep_long_cost"] > 0.05
+    # The long requests cost more, and they are as long as the prose says: a 405B request
+    # holds more tokens of cache than twenty CNN answers.
+    assert answers["ex_hw_lockstep_long_cost"] > answers["ex_hw_lockstep_cnn_cost"]
+    assert answers["ex_hw_lockstep_long_tokens"] > 20 * answers["ex_hw_lockstep_cnn_out"]
