@@ -99,3 +99,7 @@ def test_ex_hw_lockstep_costs_where_the_lanes_steps_differ(answers):
     # holds more tokens of cache than twenty CNN answers.
     assert answers["ex_hw_lockstep_long_cost"] > answers["ex_hw_lockstep_cnn_cost"]
     assert answers["ex_hw_lockstep_long_tokens"] > 20 * answers["ex_hw_lockstep_cnn_out"]
+    # A CNN lane's batch over its mean answer: about one request finishes every step.
+    assert answers["ex_hw_lockstep_cnn_finishing"] == pytest.approx(
+        answers["ex_hw_lockstep_cnn_batch"] / answers["ex_hw_lockstep_cnn_out"])
+    assert answers["ex_hw_lockstep_cnn_finishing"] > 1
