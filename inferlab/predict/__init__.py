@@ -53,7 +53,7 @@ Used in chapters 'Batching' and 'Choosing hardware'.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from types import MappingProxyType
 
 import numpy as np
@@ -67,7 +67,6 @@ from inferlab.benchmark.mlperf import (
     LatencyBounds,
     benchmark_of,
 )
-from inferlab.benchmark.traffic import Requests
 from inferlab.benchmark.verdict import QueryLog, RunRules, mlperf_rules
 from inferlab.benchmark.workload import Workload, check_fits_context, datasets
 from inferlab.common import checks
@@ -83,11 +82,12 @@ from inferlab.serving.loadgen import (
     completed_share,
     dealt_in_turn,
     find_server_rate,
-    log_of_runs,
     run_scenario,
     server_trial,
 )
-from inferlab.serving.simulator import simulate_lanes
+
+# The one place a replica's lanes are dealt their queries and simulated together.
+from inferlab.serving.loadgen import _serve as _serve
 
 #: The rules the calibration and the accuracy benchmark run in each scenario, which are
 #: MLPerf's own (600 s minimum) in every one. Shorter runs mislead twice over. LoadGen's Server
@@ -534,10 +534,8 @@ def _steady_offline(system: System, workload: Workload, hw, spec, precision, sce
     n = int(min(high, max(low, STEADY_WAVES * concurrency)))
     lanes = rep.lanes
     prompts, outputs = workload.lengths(n * lanes)
-    shares = dealt_in_turn(n * lanes, lanes)
-    results = simulate_lanes(rep, [Requests(np.zeros(n), prompts[share], outputs[share],
-                                            "all_at_once") for share in shares], scheduler)
-    log = log_of_runs(results, shares)
+    one = replace(system, replicas=lanes)
+    log = _serve(one, np.zeros(n * lanes), prompts, outputs, "all_at_once")
     copy_tok_s = log.tokens / float(np.max(log.finish_s))
     tokens_per_s = copy_tok_s * replicas
     decoding = log.output_tokens > 1
@@ -545,8 +543,8 @@ def _steady_offline(system: System, workload: Workload, hw, spec, precision, sce
     return Prediction(hw.name, system.accelerators, spec.name, precision, scenario, stack.name,
                       tp, replicas, float(tokens_per_s), float(tokens_per_s), "tokens/s", True,
                       float(loadgen_percentile(log.ttft_s, 0.99)), float(tpot),
-                      peak_batch(log, lanes, shares), None, tp_from, stages, experts,
-                      workload.name, judged)
+                      peak_batch(log, lanes, one.shares(len(log))), None, tp_from, stages,
+                      experts, workload.name, judged)
 
 
 def _layouts(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str, scenario: str,

@@ -555,12 +555,6 @@ class ContinuousEngine:
         prefilled or queued)."""
         return bool(self.n_run or self.prefilling or self.waiting)
 
-    def work(self) -> None:
-        """Run a step that prefills if the policy has prompt work now, else a run of
-        decode steps."""
-        if not self.prefill.step(self):
-            self.decode_run()
-
     def run(self) -> Record:
         incoming = self.arrivals.incoming
         n = self.n
@@ -571,7 +565,8 @@ class ContinuousEngine:
                     raise RuntimeError("simulation stalled with requests left")  # cannot happen
                 self.t = max(self.t, incoming[0][0])
                 continue
-            self.work()
+            if not self.prefill.step(self):
+                self.decode_run()
         return self.record()
 
     def record(self) -> Record:

@@ -58,11 +58,12 @@ class LockStep:
             for engine in lanes:
                 engine.t = clock
                 engine.admit_arrived()
-            working = [engine for engine in lanes if engine.busy_now]
+            working, idle = [], []
+            for engine in lanes:
+                (working if engine.busy_now else idle).append(engine)
             # The next arrival at a lane with nothing to do, which ends a run of rounds.
-            wake = min((engine.arrivals.incoming[0][0] for engine in lanes
-                        if not engine.busy_now and engine.arrivals.incoming),
-                       default=math.inf)
+            wake = min((engine.arrivals.incoming[0][0] for engine in idle
+                        if engine.arrivals.incoming), default=math.inf)
             if not working:
                 clock = wake
                 continue
