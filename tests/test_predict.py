@@ -212,6 +212,33 @@ def test_only_the_small_kernels_share_of_the_fixed_cost_grows_with_depth():
         assert host_only.step_overhead_on("NVIDIA H200 NVL", "fp8", name) == base
 
 
+def test_each_pipeline_stage_pays_the_hosts_part_of_the_fixed_cost():
+    from inferlab.benchmark.workload import Workload
+    from inferlab.predict import replica_for
+
+    fitted = stack("TensorRT-LLM FP8")
+    base, share = fitted.step_overhead_s, fitted.clock_share
+    # Every stage runs the engine's loop for every micro-batch: the host's part is paid
+    # once a stage; the small kernels' part once a round, the stages splitting the layers.
+    for stages in (1, 2, 4):
+        assert fitted.step_overhead_on("NVIDIA H200 SXM", "fp8", stages=stages) == (
+            pytest.approx(base * ((1 - share) * stages + share)))
+    host_only = Stack("host only", fitted.compute_efficiency, base)
+    assert host_only.step_overhead_on("NVIDIA H200 SXM", "fp8", stages=3) == (
+        pytest.approx(3 * base))
+    # The replica predict runs carries it: two stages pay more than one, less than twice.
+    work = Workload.dataset("llama3.1-405b")
+    model, chip = specs.model("Llama 3.1 405B"), specs.chip("NVIDIA H200 SXM")
+    flat = replica_for(chip, model, "fp8", fitted, work, 8)
+    piped = replica_for(chip, model, "fp8", fitted, work, 4, pp=2)
+    assert piped.step_overhead_s == pytest.approx(
+        fitted.step_overhead_on(chip, "fp8", model, stages=2))
+    assert flat.step_overhead_s < piped.step_overhead_s < 2 * flat.step_overhead_s
+    for bad in (0, 1.5, -2):
+        with pytest.raises(ValueError, match="stages"):
+            fitted.step_overhead_on("NVIDIA H200 SXM", "fp8", stages=bad)
+
+
 def test_a_clock_share_outside_zero_to_one_is_refused_by_name():
     fitted = stack("TensorRT-LLM FP8")
     for bad in (-0.5, 1.5, float("nan")):

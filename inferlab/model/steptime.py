@@ -69,7 +69,10 @@ are ready (a light load, one stream) lanes sit idle: that is the pipeline bubble
 is why pipelining buys throughput and capacity, never a faster token. The lanes also
 move in lock step, each round of steps as long as its slowest lane's, so a lane of
 light decode steps waits for one carrying a chunk of prompt: the simulator runs them so
-(:class:`inferlab.serving.pipeline.LockStep`).
+(:class:`inferlab.serving.pipeline.LockStep`). Every stage's process runs the engine's
+loop for every micro-batch, so a lane's step carries the host's part of the fixed cost
+once per stage (``step_overhead_s`` as the stack gives it for ``pp`` stages,
+:meth:`inferlab.serving.calibration.Stack.step_overhead_on`).
 
 **What a step reads.** ``params_read`` is every weight of a dense model but the
 embedding rows a step does not look up, and for a mixture of experts the dense part and

@@ -483,7 +483,7 @@ def replica_for(chip: specs.Chip, model: specs.ModelSpec, precision: str, stack:
                   context_tokens=min(mean_prompt + mean_output / 2,
                                      model.context_length_tokens),
                   attention_dp=attention_dp,
-                  **stack.replica_parameters(chip, precision, model))
+                  **stack.replica_parameters(chip, precision, model, pp))
     _check_request_fits(rep, workload)
     return rep
 

@@ -30,7 +30,8 @@ Interactive result fits only its efficiency and borrows its successor's fixed co
   splits the fixed cost by what it grows with (:meth:`Stack.step_overhead_on`): the
   small kernels run once per layer, so a model of another depth pays that part in
   proportion, while the rest (the host's scheduling and bookkeeping, paid at the
-  host's clock) is paid once per step whatever the depth. An assumption about the
+  host's clock) is paid once per step whatever the depth, and once per stage in a
+  pipeline, whose every stage runs the engine's loop. An assumption about the
   cost's structure, read from the share's meaning, not a number fitted on another
   model;
 - ``memory_efficiency`` 0.8, ``overlap`` 1 (the ideal roofline) and an all-reduce hop
@@ -148,8 +149,9 @@ class Stack:
                     "source": f"the engine built into stack {self.name!r}"}
         return engine_settings(self.engine_source, accelerator, scenario, benchmark)
 
-    def step_overhead_on(self, chip, precision: str, model=None) -> float:
-        """The fixed cost per step of ``model`` on ``chip`` at ``precision``.
+    def step_overhead_on(self, chip, precision: str, model=None, stages: int = 1) -> float:
+        """The fixed cost per step of ``model`` on ``chip`` at ``precision``, split over
+        ``stages`` pipeline stages.
 
         ``step_overhead_s`` is fitted on :data:`FITTED_MODEL` on a full-clock chip. Its
         ``clock_share`` is the GPU time of the small kernels between the matrix
@@ -158,25 +160,30 @@ class Stack:
         its own layers, and at the chip's clock, so a lower-clocked card stretches it by
         its :func:`~inferlab.model.roofline.clock_slowdown`. The rest is the host's work of a
         step (scheduling, bookkeeping, launching the step), paid once whatever the model's
-        depth and the GPU's clock::
+        depth and the GPU's clock, but once *per stage*: in a pipeline every stage's
+        process runs the engine's loop for every micro-batch, and the last stage waits for
+        each micro-batch's tokens before it schedules the next, so a round of ``stages``
+        micro-batches holds ``stages`` of them in a row::
 
-            step_overhead_s x (1 - clock_share
+            step_overhead_s x ((1 - clock_share) x stages
                                + clock_share x layers / fitted layers x slowdown)
         """
         share = checks.fraction("clock_share", self.clock_share)
+        stages = checks.whole("stages", stages)
         slowdown = clock_slowdown(chip, precision)
         depth = specs.as_model(FITTED_MODEL if model is None else model).layers
         layers = depth / specs.model(FITTED_MODEL).layers
-        return self.step_overhead_s * (1 - share + share * layers * slowdown)
+        return self.step_overhead_s * ((1 - share) * stages + share * layers * slowdown)
 
-    def replica_parameters(self, chip, precision: str, model=None) -> dict[str, float]:
+    def replica_parameters(self, chip, precision: str, model=None,
+                           stages: int = 1) -> dict[str, float]:
         """The keyword arguments :func:`inferlab.model.steptime.replica` takes from a stack, for
         a replica of ``model`` (default :data:`FITTED_MODEL`) on ``chip`` at ``precision``
-        (:meth:`step_overhead_on`)."""
+        in ``stages`` pipeline stages (:meth:`step_overhead_on`)."""
         return {"memory_efficiency": self.memory_efficiency,
                 "compute_efficiency": self.compute_efficiency,
                 "overlap": self.overlap,
-                "step_overhead_s": self.step_overhead_on(chip, precision, model),
+                "step_overhead_s": self.step_overhead_on(chip, precision, model, stages),
                 "allreduce_latency_s": self.allreduce_latency_s,
                 "reserve_fraction": 1 - self.memory_fraction}
 
