@@ -149,7 +149,12 @@ def test_aiperf_counts_content_chunks_only_and_retokenizes_by_default():
     # Pooled over A and B: A's three 0.1 s gaps. Duration: first send 0, last content 1.5 s.
     both = em.aiperf_summary([A, B], None, chars)
     assert both["inter_chunk_latency_mean_s"] == pytest.approx(0.1)
-    assert both["benchmark_duration_s"] == pytest.approx(1.5)
+    assert em.aiperf_duration_s([A, B]) == pytest.approx(1.5)
+    # Wall-clock sends 0.25 s apart: the last content chunk of B ends 0.25 s later.
+    assert em.aiperf_duration_s([A, B], [10**18, 10**18 + 250_000_000]) == pytest.approx(
+        max(em.last_content_s(A), 0.25 + em.last_content_s(B)))
+    with pytest.raises(ValueError, match="started_ns"):
+        em.aiperf_duration_s([A, B], [10**18])
     assert both["output_token_throughput_tok_s"] == pytest.approx(8 / 1.5)
     with pytest.raises(ValueError, match="count_tokens"):
         em.aiperf_summary([A])

@@ -375,10 +375,25 @@ def aiperf_output_tokens(r, count_tokens: Callable[[str], int] | None,
     return count_tokens(r.text) if r.text else None
 
 
-def aiperf_duration_s(requests: Sequence) -> float:
-    """AIPerf's benchmark duration: first send to the last content chunk of any request."""
+def aiperf_duration_s(requests: Sequence, started_ns: Sequence[int] | None = None) -> float:
+    """AIPerf's benchmark duration: first send to the last content chunk of any request.
+
+    AIPerf dates each send on the wall clock and times the request from it on the
+    monotonic one. ``started_ns`` are those wall-clock sends, one per request in integer
+    nanoseconds (a raw export's ``metadata.request_start_ns``), and give its duration
+    exactly; without them the requests' own send times stand in, off by the jitter
+    between AIPerf's two clock reads (milliseconds on a busy machine).
+    """
     _check_nonempty(requests)
-    return max(r.send_s + last_content_s(r) for r in requests) - min(r.send_s for r in requests)
+    if started_ns is None:
+        return (max(r.send_s + last_content_s(r) for r in requests)
+                - min(r.send_s for r in requests))
+    if len(started_ns) != len(requests):
+        raise ValueError(f"started_ns: give one send time per request ({len(requests)}), "
+                         f"not {len(started_ns)}")
+    first = min(started_ns)
+    return max((start - first) / 1e9 + last_content_s(r)
+               for start, r in zip(started_ns, requests, strict=True))
 
 
 def aiperf_summary(requests: Sequence, duration_s: float | None = None,
@@ -392,8 +407,10 @@ def aiperf_summary(requests: Sequence, duration_s: float | None = None,
     ``output_token_throughput_tok_s`` divides all output tokens by
     ``duration_s``: AIPerf 0.13 divides by its profiling phase's window
     (``end_time - start_time`` of ``profile_export_aiperf.json``, a few ms longer
-    than the records span); ``None`` takes :func:`aiperf_duration_s`, which is
-    also ``benchmark_duration_s``.
+    than the records span); ``None`` takes :func:`aiperf_duration_s` of the requests.
+    AIPerf's benchmark duration itself is the trace's ``duration_s``
+    (:func:`inferlab.lab.tool_files.read_aiperf_raw`), which needs the sends' wall-clock
+    times that a request's trace does not keep.
     """
     _check_nonempty(requests)
     span = aiperf_duration_s(requests)
@@ -416,7 +433,6 @@ def aiperf_summary(requests: Sequence, duration_s: float | None = None,
         "output_sequence_length_mean": total / len(requests),
         "output_token_throughput_tok_s": _per_second(total, span if duration_s is None
                                                      else duration_s),
-        "benchmark_duration_s": span,
     }
 
 

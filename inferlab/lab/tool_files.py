@@ -38,7 +38,8 @@ def read_aiperf_raw(path) -> Trace:
     and every streamed event with its arrival time (``responses[].perf_ns``
     and ``packets``), which is what AIPerf's own metrics are computed from
     (``aiperf/records/inference_result_parser.py``). Times become seconds from
-    the first send; ``duration_s`` is AIPerf's benchmark duration
+    the first send; ``duration_s`` is AIPerf's benchmark duration, from the sends'
+    wall-clock times (``metadata.request_start_ns``) where the export records them
     (:func:`~inferlab.lab.endpoint_metrics.aiperf_duration_s`). AIPerf's per-record file
     (``profile_export.jsonl``) keeps no chunk text and is refused by name.
     """
@@ -78,7 +79,10 @@ def read_aiperf_raw(path) -> Trace:
             requested_output_tokens=int(payload.get("max_completion_tokens")
                                         or payload.get("max_tokens") or 0)))
     ok = [r for r in traces if r.ok]
-    duration = aiperf_duration_s(ok) if ok else 0.0
+    started = [(lines[r.index].get("metadata") or {}).get("request_start_ns") for r in ok]
+    if not all(isinstance(start, int) for start in started):
+        started = None  # an export without wall-clock sends: their monotonic times stand in
+    duration = aiperf_duration_s(ok, started) if ok else 0.0
     model = str((lines[0].get("payload") or {}).get("model", ""))
     return Trace(tuple(traces), None, duration, "", model)
 
