@@ -427,13 +427,24 @@ def piped():
 
 
 def test_two_lanes_with_the_same_work_run_as_one_lane_alone(piped):
-    # Every round pairs two equal steps, so lock step costs nothing.
+    # Every round pairs two equal steps, so lock step costs nothing: the rounds run
+    # step for step as one lane alone (which is why simulate_lanes runs one lane then).
+    from inferlab.serving.engines import ContinuousEngine
+    from inferlab.serving.pipeline import LockStep
+
     requests = make_requests(300, Lengths(500, 0.6), Lengths(200, 0.6), rate_per_s=3.0, seed=4)
     scheduler = sim.Scheduler(max_batch=64, token_budget=1024)
     alone = sim.simulate(piped, requests, scheduler)
+    rounds = LockStep([ContinuousEngine(piped, requests, scheduler) for _ in range(2)]).run()
+    for record in rounds:
+        np.testing.assert_allclose(record.first, alone.first_token_s, rtol=1e-9)
+        np.testing.assert_allclose(record.finish, alone.finish_s, rtol=1e-9)
     for lane in sim.simulate_lanes(piped, [requests, requests], scheduler):
-        np.testing.assert_allclose(lane.first_token_s, alone.first_token_s, rtol=1e-9)
-        np.testing.assert_allclose(lane.finish_s, alone.finish_s, rtol=1e-9)
+        np.testing.assert_array_equal(lane.finish_s, alone.finish_s)
+    # A lane dealt other work is run in lock step, not copied.
+    other = make_requests(300, Lengths(500, 0.6), Lengths(200, 0.6), rate_per_s=3.0, seed=5)
+    paired = sim.simulate_lanes(piped, [requests, other], scheduler)
+    assert not np.array_equal(paired[0].finish_s, alone.finish_s)
 
 
 def test_a_lane_of_short_prompts_waits_for_a_lane_of_long_ones(piped):
