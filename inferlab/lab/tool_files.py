@@ -93,8 +93,10 @@ def read_aiperf_summary(path) -> dict[str, float]:
     Keys: ``ttft_mean_s``, ``request_latency_mean_s``, ``inter_token_latency_mean_s``,
     ``inter_chunk_latency_mean_s``, ``output_token_throughput_per_user_tok_s``,
     ``output_sequence_length_mean``, ``output_token_throughput_tok_s`` and
-    ``benchmark_duration_s``, as :func:`~inferlab.lab.endpoint_metrics.aiperf_summary` keys
-    them, and ``window_s``, the profiling phase's window its throughput divides by.
+    ``benchmark_duration_s`` (the first seven as
+    :func:`~inferlab.lab.endpoint_metrics.aiperf_summary` keys them; the duration is what
+    :func:`read_aiperf_raw` gives as the trace's ``duration_s``), and ``window_s``, the
+    profiling phase's window its throughput divides by.
     """
     from datetime import datetime
 

@@ -31,7 +31,8 @@ Interactive result fits only its efficiency and borrows its successor's fixed co
   small kernels run once per layer, so a model of another depth pays that part in
   proportion, while the rest (the host's scheduling and bookkeeping, paid at the
   host's clock) is paid once per step whatever the depth, and once per stage in a
-  pipeline, whose every stage runs the engine's loop. An assumption about the
+  pipeline, whose every stage runs the engine's loop (read in TensorRT-LLM's source,
+  assumed of the others). An assumption about the
   cost's structure, read from the share's meaning, not a number fitted on another
   model;
 - ``memory_efficiency`` 0.8, ``overlap`` 1 (the ideal roofline) and an all-reduce hop
@@ -150,8 +151,8 @@ class Stack:
         return engine_settings(self.engine_source, accelerator, scenario, benchmark)
 
     def step_overhead_on(self, chip, precision: str, model=None, stages: int = 1) -> float:
-        """The fixed cost per step of ``model`` on ``chip`` at ``precision``, split over
-        ``stages`` pipeline stages.
+        """The fixed cost per step of ``model`` on ``chip`` at ``precision``, for a replica
+        of ``stages`` pipeline stages.
 
         ``step_overhead_s`` is fitted on :data:`FITTED_MODEL` on a full-clock chip. Its
         ``clock_share`` is the GPU time of the small kernels between the matrix
@@ -160,10 +161,11 @@ class Stack:
         its own layers, and at the chip's clock, so a lower-clocked card stretches it by
         its :func:`~inferlab.model.roofline.clock_slowdown`. The rest is the host's work of a
         step (scheduling, bookkeeping, launching the step), paid once whatever the model's
-        depth and the GPU's clock, but once *per stage*: in a pipeline every stage's
-        process runs the engine's loop for every micro-batch, and the last stage waits for
-        each micro-batch's tokens before it schedules the next, so a round of ``stages``
-        micro-batches holds ``stages`` of them in a row::
+        depth and the GPU's clock, but once *per stage*: in TensorRT-LLM's pipeline every
+        stage's process runs the engine's loop for every micro-batch, and the last stage
+        waits for each micro-batch's tokens before it schedules the next, so a round of
+        ``stages`` micro-batches holds ``stages`` of them in a row (assumed of the other
+        stacks too)::
 
             step_overhead_s x ((1 - clock_share) x stages
                                + clock_share x layers / fitted layers x slowdown)

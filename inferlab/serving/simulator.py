@@ -300,7 +300,8 @@ def simulate_lanes(rep: Replica, lanes, scheduler: Scheduler | None = None) -> l
         return [simulate(rep, lanes[0], sch)]
     if all(_same_queue(lanes[0], requests) for requests in lanes[1:]):
         # Lanes dealt the same queue take the same steps, so each round lasts exactly one
-        # lane's step and one lane's run is every lane's (as fixed lengths deal them).
+        # lane's step and one lane's run is every lane's (an even deal of fixed lengths
+        # gives such lanes). The copies share the run's arrays, which nothing writes.
         one = simulate(rep, lanes[0], sch)
         return [one] + [copy.copy(one) for _ in lanes[1:]]
     records = LockStep([ContinuousEngine(rep, requests, sch) for requests in lanes]).run()
