@@ -263,6 +263,11 @@ def simulate(rep: Replica, requests: Requests, scheduler: Scheduler | None = Non
     Used in chapter 'Batching'.
     """
     sch = _checked(rep, requests, scheduler)
+    return _run(rep, requests, sch)
+
+
+def _run(rep: Replica, requests: Requests, sch: Scheduler) -> SimResult:
+    """:func:`simulate` of arguments already checked (:func:`_checked`)."""
     engine = (StaticEngine if sch.kind == "static" else ContinuousEngine)(rep, requests, sch)
     record = engine.run()
     if sch.disaggregated is not None:
@@ -297,12 +302,12 @@ def simulate_lanes(rep: Replica, lanes, scheduler: Scheduler | None = None) -> l
         raise ValueError("lanes: a closed loop is simulated on one lane (simulate); give "
                          "open-loop (Poisson or all-at-once) arrivals")
     if len(lanes) == 1:
-        return [simulate(rep, lanes[0], sch)]
+        return [_run(rep, lanes[0], sch)]
     if all(_same_queue(lanes[0], requests) for requests in lanes[1:]):
         # Lanes dealt the same queue take the same steps, so each round lasts exactly one
         # lane's step and one lane's run is every lane's (an even deal of fixed lengths
         # gives such lanes). The copies share the run's arrays, which nothing writes.
-        one = simulate(rep, lanes[0], sch)
+        one = _run(rep, lanes[0], sch)
         return [one] + [copy.copy(one) for _ in lanes[1:]]
     records = LockStep([ContinuousEngine(rep, requests, sch) for requests in lanes]).run()
     return [_result(rep, requests, sch, record)
