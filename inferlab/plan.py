@@ -357,12 +357,18 @@ def fastest_stream_tok_s(model, chip, *, precision: str | None = None,
     used = as_stack(stack, hw, precision) if stack is not None else \
         stack_or_assumed(hw, precision)
     work = Workload.fixed(context, 1)
-    best = None
+    best, refusal = None, None
     for tp, pp, ep in replica_layouts(hw, spec, precision, MAX_CHIPS):
-        rep = replica_for(hw, spec, precision, used, work, tp, pp, ep)
+        try:
+            rep = replica_for(hw, spec, precision, used, work, tp, pp, ep)
+        except Infeasible as reason:
+            refusal = reason  # its lane cannot hold the context; a wider one may
+            continue
         rate = 1.0 / float(rep.step_s(float(context), 1))
         if best is None or rate > best[0]:
             best = (rate, rep.name)
+    if best is None:
+        raise refusal
     return best
 
 

@@ -23,7 +23,7 @@ from inferlab.common import checks
 from inferlab.common.data import load_table
 from inferlab.costs import ChipPrice
 from inferlab.model import specs
-from inferlab.model.feasibility import fitting_layouts
+from inferlab.model.feasibility import Infeasible, fitting_layouts
 from inferlab.model.roofline import request_flop, sustained_flop_per_s
 from inferlab.predict import (
     predict,
@@ -226,9 +226,18 @@ def plan_chip(hw: specs.Chip, inputs: PlanInputs) -> list[Plan]:
         raise Refused(f"{hw.name} has no dense {precision} rate in data/hardware.csv; give "
                       "another precision")
     stack = inputs.stack or stack_or_assumed(hw, precision)
-    layouts = replica_layouts(hw, inputs.model, precision, inputs.max_replica_chips)
     context = _Chip(hw, precision, stack, inputs,
                     inputs.prices.get(hw.name, ChipPrice.unpriced(hw.name)))
+    layouts, refusal = [], None
+    for layout in replica_layouts(hw, inputs.model, precision, inputs.max_replica_chips):
+        try:
+            context.replica(*layout)
+        except Infeasible as reason:
+            refusal = reason  # its lane's cache cannot hold the longest request; wider may
+            continue
+        layouts.append(layout)
+    if not layouts:
+        raise Refused(str(refusal))
     plans, reasons = [], []
     for mode in inputs.modes:
         # Disaggregated pairs are tried only where they could cost less than the

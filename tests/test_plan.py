@@ -337,3 +337,16 @@ def test_a_command_line_where_every_chip_is_refused_exits_1():
 def test_the_package_is_callable_as_the_planner():
     assert isinstance(inferlab.plan(EIGHT_B, chips=[H200], rate_per_s=20, **CHAT, **QUICK),
                       PlanResult)
+
+
+def test_a_request_too_long_for_the_narrowest_layout_is_planned_on_a_wider_one():
+    # 121,000 tokens of one request fit Llama 3.1 70B's context but not one H100's cache
+    # beside the weights: the planner skips the layouts whose lane cannot hold it.
+    found = plan("Llama 3.1 70B", input_tokens=120_000, output_tokens=1_000, ttft_p99_s=120.0,
+                 tpot_p99_s=0.2, rate_per_s=0.05, chips=["NVIDIA H100 SXM"], **QUICK)
+    assert found.plans and min(p.pools[0].tp * p.pools[0].pp for p in found.plans) > 1
+    from inferlab.plan import fastest_stream_tok_s
+
+    tok_s, name = fastest_stream_tok_s("Llama 3.1 70B", "NVIDIA H100 SXM",
+                                       context_tokens=121_000)
+    assert tok_s > 0 and "8 x" in name

@@ -208,3 +208,17 @@ def test_every_model_is_predicted_on_a_chip_that_holds_it():
         precision = "fp4" if spec.params_total > 500e9 else "fp8"
         found = predict(B200, 8, spec, precision, workload=workload)
         assert found.valid and math.isfinite(found.tokens_per_s) and found.tokens_per_s > 0
+
+
+def test_a_request_too_long_for_the_narrowest_layout_is_served_by_a_wider_one():
+    # 131,000 tokens of one request fit Llama 3.1 70B's context but not one H100's cache
+    # beside the weights: the search skips the layouts that cannot hold it.
+    from inferlab.benchmark.workload import Workload
+    from inferlab.model.feasibility import Infeasible
+    from inferlab.predict import predict
+
+    long = Workload.fixed(130_000, 1_000)
+    found = predict("NVIDIA H100 SXM", 8, "Llama 3.1 70B", "fp8", workload=long)
+    assert found.valid and found.tokens_per_s > 0 and found.tp > 1
+    with pytest.raises(Infeasible, match="131,000 tokens"):
+        predict("NVIDIA H100 SXM", 8, "Llama 3.1 70B", "fp8", workload=long, tps=[1])

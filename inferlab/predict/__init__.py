@@ -386,10 +386,17 @@ def _predicted(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str
     engine_benchmark = workload.benchmark if mlperf else "llama2-70b"
     layouts, tp_from = _layouts(hw, chips, spec, precision, scenario, stack, tps, pp, ep,
                                 engine_benchmark)
-    best = None
+    best, refused, tried = None, None, []
     for tp, stages, experts, attention_dp in layouts:
-        rep = replica_for(hw, spec, precision, stack, workload, tp, stages, experts,
-                          attention_dp)
+        try:
+            rep = replica_for(hw, spec, precision, stack, workload, tp, stages, experts,
+                              attention_dp)
+        except Infeasible as reason:
+            # Its lane's cache cannot hold the workload's longest request; a wider layout
+            # may (the weights fit every layout tried).
+            refused = reason
+            continue
+        tried.append((tp, stages, experts))
         scheduler = stack.scheduler(hw.name, scenario, engine_benchmark)
         replicas = chips // (tp * stages)
         system = System(f"{chips} x {hw.name}, tp={tp}, pp={stages}", rep, replicas * stages,
@@ -429,8 +436,10 @@ def _predicted(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str
                 completed_share(log) if scenario in ("Server", "Interactive") else math.nan)
         if best is None or _better(candidate, best):
             best = candidate
+    if not tried:
+        raise refused  # the widest layout's reason: no lane holds the longest request
     if best is None:
-        tp, stages, experts, _ = layouts[0]
+        tp, stages, experts = tried[0]
         return Prediction(hw.name, chips, spec.name, precision, scenario, stack.name, tp,
                           chips // (tp * stages), 0.0, 0.0, "tokens/s", False, math.nan,
                           math.nan, 0, rate_per_s or 0.0, tp_from, stages, experts,
