@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -71,8 +72,20 @@ def build_book(source: Path, output: Path) -> Build:
     so every notebook executes: nothing can come from a stale cache)."""
     completed = subprocess.run(_build_command(source, output), capture_output=True,
                                text=True, cwd=source)
-    return Build(completed.returncode, completed.stdout + completed.stderr,
+    return Build(completed.returncode, with_failed_cells(completed.stdout + completed.stderr),
                  output / "_build" / "html")
+
+
+def with_failed_cells(log: str) -> str:
+    """The build's log with each failed notebook's cell traceback repeated at its end.
+
+    myst-nb logs the traceback (``execute.show_tb`` in ``_config.yml``) where the notebook
+    failed, and the log goes on past it (Sphinx's own traceback, other pages): a failure
+    that quotes the log's end would lose the cause."""
+    for failure in log.split("Executing notebook failed")[1:]:
+        cell = re.sub(r"\x1b\[[0-9;]*m", "", failure).split("[mystnb.exec]")[0]
+        log += f"\n--- the failed cell, as logged above ---\n{cell[-2500:]}"
+    return log
 
 
 def write_one_page_book(source: Path, page_text: str, *, page: str = "page",
@@ -197,7 +210,7 @@ def built_book(tmp_path_factory) -> Build:
         return build_book(ROOT, tmp_path_factory.mktemp("book"))
     output, process = _BACKGROUND["output"], _BACKGROUND["process"]
     returncode = process.wait()
-    log = (output / "build.log").read_text(encoding="utf-8")
+    log = with_failed_cells((output / "build.log").read_text(encoding="utf-8"))
     return Build(returncode, log, output / "_build" / "html", output / RESULTS_MISSES)
 
 

@@ -145,7 +145,8 @@ def broken_book(tmp_path_factory):
 def test_strict_build_fails_on_a_cell_that_raises(tmp_path):
     build = _one_page_book(tmp_path, RAISING_CELL)
     assert build.returncode != 0, "the build passed despite a cell that raises"
-    assert "deliberate failure" in build.log, build.log[-3000:]
+    # The tail every build test quotes on failure names the failed cell's error.
+    assert "RuntimeError: deliberate failure" in build.log[-3000:], build.log[-3000:]
 
 
 @pytest.mark.parametrize("fault", BREAKAGES)
