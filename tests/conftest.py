@@ -142,7 +142,8 @@ def pytest_collection_modifyitems(session, config, items):
         return
     items[:] = [item for item in items if item not in needs] + needs
     output = Path(tempfile.mkdtemp(prefix="inferlab-book-"))
-    _BACKGROUND.update(output=output, process=start_book_build(ROOT, output))
+    _BACKGROUND.update(output=output, process=start_book_build(ROOT, output),
+                       started=time.perf_counter())
     if any("decks" in getattr(item, "fixturenames", ()) for item in needs):
         # The decks are built from the book's executed notebooks, once it is done, on the
         # core its build frees while the other tests still run.
@@ -186,6 +187,15 @@ def background_decks() -> tuple[int, str, Path, float] | None:
     return process.returncode, log, output / "decks", _BACKGROUND["decks_seconds"]
 
 
+def pytest_terminal_summary(terminalreporter):
+    # Where CI's time goes: the build runs beside the other tests, and the book's tests
+    # wait for it; the wait is the part of the build that the other tests did not cover.
+    if "build_s" in _BACKGROUND:
+        terminalreporter.write_line(
+            f"book build: {_BACKGROUND['build_s']:.0f} s in the background; the book's "
+            f"tests waited {_BACKGROUND['waited_s']:.0f} s for it")
+
+
 def pytest_sessionfinish(session, exitstatus):
     with _BACKGROUND_LOCK:
         _BACKGROUND["stopping"] = True
@@ -209,7 +219,10 @@ def built_book(tmp_path_factory) -> Build:
     if "process" not in _BACKGROUND:  # collected some other way: build here and now
         return build_book(ROOT, tmp_path_factory.mktemp("book"))
     output, process = _BACKGROUND["output"], _BACKGROUND["process"]
+    waited = time.perf_counter()
     returncode = process.wait()
+    now = time.perf_counter()
+    _BACKGROUND.update(build_s=now - _BACKGROUND["started"], waited_s=now - waited)
     log = with_failed_cells((output / "build.log").read_text(encoding="utf-8"))
     return Build(returncode, log, output / "_build" / "html", output / RESULTS_MISSES)
 
