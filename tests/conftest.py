@@ -194,6 +194,9 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line(
             f"book build: {_BACKGROUND['build_s']:.0f} s in the background; the book's "
             f"tests waited {_BACKGROUND['waited_s']:.0f} s for it")
+        slowest = ", ".join(f"{page} {seconds:.0f} s" for seconds, page in
+                            _BACKGROUND.get("pages_s", [])[:6])
+        terminalreporter.write_line(f"slowest pages to execute: {slowest}")
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -224,6 +227,9 @@ def built_book(tmp_path_factory) -> Build:
     now = time.perf_counter()
     _BACKGROUND.update(build_s=now - _BACKGROUND["started"], waited_s=now - waited)
     log = with_failed_cells((output / "build.log").read_text(encoding="utf-8"))
+    _BACKGROUND["pages_s"] = sorted(
+        ((float(seconds), Path(page).stem) for page, seconds in
+         re.findall(r"(\S+\.md): Executed notebook in ([0-9.]+) seconds", log)), reverse=True)
     return Build(returncode, log, output / "_build" / "html", output / RESULTS_MISSES)
 
 

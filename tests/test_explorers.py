@@ -100,9 +100,10 @@ def test_every_control_moved_changes_the_tables(name):
         start = _values(explorer, **{control.name: control.default})
         before = _shown(explorer, start)
         moved = _moves(control)
-        changed = [value for value in moved
-                   if not _same(before, _shown(explorer, {**start, control.name: value}))]
-        assert changed, f"{name}: moving {control.name} over {moved} changed nothing"
+        # The first value that changes the picture is enough (the planner's take seconds).
+        changed = next((value for value in moved if not _same(
+            before, _shown(explorer, {**start, control.name: value}))), None)
+        assert changed is not None, f"{name}: moving {control.name} over {moved} changed nothing"
 
 
 @pytest.mark.parametrize("name", NAMES)
