@@ -10,6 +10,7 @@ simulation). Importing a model module loads no widget or chart library.
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -17,8 +18,9 @@ from functools import cache
 
 import numpy as np
 import pytest
-from conftest import ROOT, glued
+from conftest import RESULTS_STORE, ROOT, glued
 
+from inferlab.common import memo
 from inferlab.pages.explorers import (
     KINDS,
     Choice,
@@ -265,8 +267,20 @@ def test_the_plan_explorer_opens_on_the_chapters_own_service(built_book):
 
 @cache
 def site_spec(name: str):
-    """The site's spec of explorer ``name`` and its grid (seconds to compute: made once)."""
-    return site.site_spec(REGISTRY[name])
+    """The site's spec of explorer ``name`` and its grid, made as the build makes it: its
+    predictions read from the book's store of answers where they are there (the planner's
+    grid is a minute of simulation otherwise). The store is read, never written, so the
+    build's check of it is unchanged; the notebook's side is always computed."""
+    saved = {variable: os.environ.get(variable) for variable in (memo.FOLDER_ENV, memo.MODE_ENV)}
+    os.environ.update({memo.FOLDER_ENV: str(ROOT / RESULTS_STORE), memo.MODE_ENV: "read"})
+    try:
+        return site.site_spec(REGISTRY[name])
+    finally:
+        for variable, value in saved.items():
+            if value is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = value
 
 
 def _render(spec: dict) -> str:

@@ -73,6 +73,18 @@ def test_use_mode_takes_the_stored_answer_and_computes_only_once(monkeypatch, tm
     assert record["function"] == "f" and record["fingerprint"] == memo.fingerprint()
 
 
+def test_read_mode_takes_a_stored_answer_and_stores_none(monkeypatch, tmp_path):
+    monkeypatch.setenv(memo.FOLDER_ENV, str(tmp_path))
+    monkeypatch.setenv(memo.MODE_ENV, "read")
+    answer, calls = _call(value=3.0)
+    assert answer == 3.0 and calls == [1] and list(tmp_path.iterdir()) == []
+    monkeypatch.setenv(memo.MODE_ENV, "use")
+    _call(value=3.0)  # stored now
+    monkeypatch.setenv(memo.MODE_ENV, "read")
+    answer, calls = _call(value=4.0)
+    assert answer == 3.0 and calls == [], "read mode computed what was stored"
+
+
 def test_check_mode_recomputes_and_refuses_a_stored_answer_the_code_no_longer_gives(
         monkeypatch, tmp_path):
     monkeypatch.setenv(memo.FOLDER_ENV, str(tmp_path))
