@@ -566,8 +566,11 @@ def _floor_reason(floors) -> str:
 
 
 def milliseconds(seconds: float) -> str:
-    """A duration as a reader writes it: milliseconds below a second, else seconds."""
-    return f"{seconds * 1e3:,.3g} ms" if seconds < 1 else f"{seconds:,.3g} s"
+    """A duration as a reader writes it: milliseconds below a second, else seconds, to
+    three significant figures (whole seconds from 1,000 s on, never powers of ten)."""
+    if seconds < 1:
+        return f"{seconds * 1e3:,.3g} ms"
+    return f"{seconds:,.3g} s" if seconds < 1000 else f"{seconds:,.0f} s"
 
 
 def _sram_reason(hw: specs.Chip, inputs: PlanInputs) -> str:

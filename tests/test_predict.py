@@ -19,6 +19,7 @@ from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, accepted_chips, peak_batch, predict, tp_options
 from inferlab.serving.calibration import Stack, at_bound, bound_share, row_key, stack, stacks
+from inferlab.sizing import milliseconds
 
 QUICK = ["--scale", "0.05"]
 
@@ -52,6 +53,22 @@ def test_json_gives_tokens_per_s_and_validity():
                    rules=mlperf_rules(scale=0.05))
     assert found["tokens_per_s"] == pytest.approx(same.tokens_per_s, rel=1e-12)
     assert (found["tp"], found["replicas"]) == (1, 8) and "NVIDIA" in found["tp_from"]
+
+
+def test_an_offline_first_token_is_said_to_be_timed_from_the_runs_start():
+    # Fixed lengths judged by steady Offline: every query is sent at the start, so the
+    # first tokens' p99 is minutes, and the line says where it is counted from.
+    done = run_cli("--chip", "NVIDIA H100 SXM", "--chips", "8", "--model", "Llama 3.1 8B",
+                   "--input-tokens", "1000", "--output-tokens", "200")
+    assert done.returncode == 0, done.stderr
+    [line] = [line.strip() for line in done.stdout.splitlines() if "TTFT" in line]
+    ttft = line.removeprefix("TTFT p99 (from the run's start): ").split(" ms;")[0]
+    assert float(ttft.replace(",", "")) > 60_000, line
+
+
+def test_a_duration_is_written_in_milliseconds_or_seconds_never_powers_of_ten():
+    assert [milliseconds(s) for s in (0.0367, 0.999, 12.345, 1234.5, 98765.4)] == [
+        "36.7 ms", "999 ms", "12.3 s", "1,234 s", "98,765 s"]
 
 
 def test_an_impossible_configuration_exits_non_zero_with_the_reason():
