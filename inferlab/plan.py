@@ -101,6 +101,7 @@ from inferlab.predict import (
     MAX_CHIPS,
     as_stack,
     as_workload,
+    holding,
     replica_for,
 )
 from inferlab.serving.calibration import stack_or_assumed
@@ -357,18 +358,13 @@ def fastest_stream_tok_s(model, chip, *, precision: str | None = None,
     used = as_stack(stack, hw, precision) if stack is not None else \
         stack_or_assumed(hw, precision)
     work = Workload.fixed(context, 1)
-    best, refusal = None, None
-    for tp, pp, ep in replica_layouts(hw, spec, precision, MAX_CHIPS):
-        try:
-            rep = replica_for(hw, spec, precision, used, work, tp, pp, ep)
-        except Infeasible as reason:
-            refusal = reason  # its lane cannot hold the context; a wider one may
-            continue
+    best = None
+    for _, rep in holding(replica_layouts(hw, spec, precision, MAX_CHIPS),
+                          lambda tp, pp, ep: replica_for(hw, spec, precision, used, work,
+                                                         tp, pp, ep)):
         rate = 1.0 / float(rep.step_s(float(context), 1))
         if best is None or rate > best[0]:
             best = (rate, rep.name)
-    if best is None:
-        raise refusal
     return best
 
 

@@ -26,6 +26,7 @@ from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible, fitting_layouts
 from inferlab.model.roofline import request_flop, sustained_flop_per_s
 from inferlab.predict import (
+    holding,
     predict,
     replica_for,
 )
@@ -228,16 +229,12 @@ def plan_chip(hw: specs.Chip, inputs: PlanInputs) -> list[Plan]:
     stack = inputs.stack or stack_or_assumed(hw, precision)
     context = _Chip(hw, precision, stack, inputs,
                     inputs.prices.get(hw.name, ChipPrice.unpriced(hw.name)))
-    layouts, refusal = [], None
-    for layout in replica_layouts(hw, inputs.model, precision, inputs.max_replica_chips):
-        try:
-            context.replica(*layout)
-        except Infeasible as reason:
-            refusal = reason  # its lane's cache cannot hold the longest request; wider may
-            continue
-        layouts.append(layout)
-    if not layouts:
-        raise Refused(str(refusal))
+    try:
+        layouts = [layout for layout, _ in holding(
+            replica_layouts(hw, inputs.model, precision, inputs.max_replica_chips),
+            context.replica)]
+    except Infeasible as reason:  # no lane's cache holds the longest request
+        raise Refused(str(reason)) from None
     plans, reasons = [], []
     for mode in inputs.modes:
         # Disaggregated pairs are tried only where they could cost less than the

@@ -10,7 +10,6 @@ simulation). Importing a model module loads no widget or chart library.
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import sys
@@ -271,16 +270,10 @@ def site_spec(name: str):
     predictions read from the book's store of answers where they are there (the planner's
     grid is a minute of simulation otherwise). The store is read, never written, so the
     build's check of it is unchanged; the notebook's side is always computed."""
-    saved = {variable: os.environ.get(variable) for variable in (memo.FOLDER_ENV, memo.MODE_ENV)}
-    os.environ.update({memo.FOLDER_ENV: str(ROOT / RESULTS_STORE), memo.MODE_ENV: "read"})
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(memo.FOLDER_ENV, str(ROOT / RESULTS_STORE))
+        patch.setenv(memo.MODE_ENV, "read")
         return site.site_spec(REGISTRY[name])
-    finally:
-        for variable, value in saved.items():
-            if value is None:
-                os.environ.pop(variable, None)
-            else:
-                os.environ[variable] = value
 
 
 def _render(spec: dict) -> str:

@@ -386,17 +386,10 @@ def _predicted(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str
     engine_benchmark = workload.benchmark if mlperf else "llama2-70b"
     layouts, tp_from = _layouts(hw, chips, spec, precision, scenario, stack, tps, pp, ep,
                                 engine_benchmark)
-    best, refused, tried = None, None, []
-    for tp, stages, experts, attention_dp in layouts:
-        try:
-            rep = replica_for(hw, spec, precision, stack, workload, tp, stages, experts,
-                              attention_dp)
-        except Infeasible as reason:
-            # Its lane's cache cannot hold the workload's longest request; a wider layout
-            # may (the weights fit every layout tried).
-            refused = reason
-            continue
-        tried.append((tp, stages, experts))
+    held = holding(layouts, lambda tp, stages, experts, attention_dp: replica_for(
+        hw, spec, precision, stack, workload, tp, stages, experts, attention_dp))
+    best = None
+    for (tp, stages, experts, _), rep in held:
         scheduler = stack.scheduler(hw.name, scenario, engine_benchmark)
         replicas = chips // (tp * stages)
         system = System(f"{chips} x {hw.name}, tp={tp}, pp={stages}", rep, replicas * stages,
@@ -436,10 +429,8 @@ def _predicted(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str
                 completed_share(log) if scenario in ("Server", "Interactive") else math.nan)
         if best is None or _better(candidate, best):
             best = candidate
-    if not tried:
-        raise refused  # the widest layout's reason: no lane holds the longest request
     if best is None:
-        tp, stages, experts = tried[0]
+        (tp, stages, experts, _), _ = held[0]
         return Prediction(hw.name, chips, spec.name, precision, scenario, stack.name, tp,
                           chips // (tp * stages), 0.0, 0.0, "tokens/s", False, math.nan,
                           math.nan, 0, rate_per_s or 0.0, tp_from, stages, experts,
@@ -517,6 +508,23 @@ def _seconds(value: float) -> str:
     if not math.isfinite(value):
         return "any"
     return f"{value:g} s" if value >= 1 else f"{value * 1e3:g} ms"
+
+
+def holding(layouts, build) -> list[tuple[tuple, object]]:
+    """``(layout, replica)`` for each of ``layouts`` whose replica ``build(*layout)`` can
+    hold the workload's longest request in a lane's cache, in order. A layout whose lane
+    cannot (:func:`replica_for` raises :class:`~inferlab.model.feasibility.Infeasible`) is
+    skipped, since a wider one may; if none can, the last one's reason is raised. Shared
+    by every layout search: :func:`predict`, the planner and its fastest stream."""
+    held, refusal = [], None
+    for shape in layouts:
+        try:
+            held.append((shape, build(*shape)))
+        except Infeasible as reason:
+            refusal = reason
+    if refusal is not None and not held:
+        raise refusal
+    return held
 
 
 def _check_request_fits(rep, workload: Workload) -> None:
