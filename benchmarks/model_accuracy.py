@@ -25,6 +25,12 @@ any of their rows. For each, the last line is
 
     benchmark=NAME median_abs_error=E groups=N rows=R
 
+With ``--own-rates`` it also runs every held-out Server and Interactive run that
+``data/mlperf_llm_latencies.csv`` summarises at its own scheduled rate
+(:func:`inferlab.accuracy.at_own_rates`) and compares the p99 latencies, ending with
+
+    own_rates=NAME runs=N median_abs_tpot_error=E median_abs_ttft_error=F kept_up=K
+
 The book's appendix 'How far the model carries' (``book/model_accuracy.md``) draws the
 Offline groups of this same scoring, each run as long as its submitters ran it.
 
@@ -40,7 +46,7 @@ import math
 import statistics
 import time
 
-from inferlab.accuracy import HELD_OUT, median_abs_error, row_groups, score
+from inferlab.accuracy import HELD_OUT, at_own_rates, median_abs_error, row_groups, score
 from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common.data import load_table
 from inferlab.model.feasibility import Infeasible
@@ -74,6 +80,29 @@ def held_out(benchmark: str, stacks_wanted) -> None:
           f"rows={sum(len(entry.rows) for entry in scored)}", flush=True)
 
 
+def own_rates(benchmark: str) -> None:
+    """Each summarised Server and Interactive run of ``benchmark`` modelled at its own rate:
+    LoadGen's p99s against the model's, one line a run, then the medians."""
+    runs = at_own_rates(benchmark)
+    for run in runs:
+        chip, chips, precision, scenario, name = run.key
+        found = run.prediction
+        print(f"own rate  {benchmark:<14s} {chips:3d} x {chip:<24s} {precision} {scenario:<11s} "
+              f"{run.rate_per_s:8.2f}/s TPOT p99 {run.measured_tpot_p99_s * 1e3:6.1f} ms "
+              f"modelled {found.tpot_p99_s * 1e3:6.1f} ({run.tpot_error:+.0%}) TTFT p99 "
+              f"{run.measured_ttft_p99_s:5.2f} s modelled {found.ttft_p99_s:5.2f} "
+              f"({run.ttft_error:+.0%}) {'kept up' if found.valid else 'FELL BEHIND'} "
+              f"({name}) {run.id}", flush=True)
+    if runs:
+        tpot = statistics.median(abs(run.tpot_error) for run in runs)
+        ttft = statistics.median(abs(run.ttft_error) for run in runs)
+    else:
+        tpot = ttft = math.nan
+    print(f"own_rates={benchmark} runs={len(runs)} median_abs_tpot_error={tpot:.3f} "
+          f"median_abs_ttft_error={ttft:.3f} "
+          f"kept_up={sum(run.prediction.valid for run in runs)}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--benchmark", action="append", metavar="NAME",
@@ -85,11 +114,16 @@ def main() -> None:
     parser.add_argument("--stack", action="append", metavar="NAME",
                         help="score only the groups of this stack (repeatable), e.g. after "
                         "refitting it with scripts/calibrate.py --stack NAME")
+    parser.add_argument("--own-rates", action="store_true",
+                        help="also model each held-out Server and Interactive run at its own "
+                        "scheduled rate and compare its p99 latencies with LoadGen's")
     args = parser.parse_args()
     wanted = args.benchmark or ("llama2-70b", *HELD_OUT)
     for benchmark in HELD_OUT:
         if benchmark in wanted:
             held_out(benchmark, args.stack)
+            if args.own_rates:
+                own_rates(benchmark)
     if "llama2-70b" in wanted:
         fitted_benchmark(args)
 

@@ -235,6 +235,67 @@ def run_length_effect(benchmark: str, chip: str, chips: int,
                      _predicted(benchmark, key, ran).tokens_per_s, _reported(group))
 
 
+@dataclass(frozen=True)
+class AtOwnRate:
+    """One audited Server or Interactive run modelled at the rate LoadGen issued it at.
+
+    A Server result is the rate its submitter chose; the run's summary also records the
+    latencies the system held at that rate (``data/mlperf_llm_latencies.csv``). Modelled
+    at the same rate, the same engine and the same run length, the model's p99s meet
+    those directly, without a search for the highest rate in between: its time per
+    output token is its decode step at the batch that load builds.
+
+    ``key`` is the run's group (``(accelerator, accelerators, precision, scenario,
+    stack)``), ``rate_per_s`` LoadGen's scheduled rate, the ``measured_`` p99s LoadGen's.
+    """
+
+    id: str
+    key: tuple
+    rate_per_s: float
+    measured_ttft_p99_s: float
+    measured_tpot_p99_s: float
+    prediction: Prediction
+
+    @property
+    def tpot_error(self) -> float:
+        """The modelled p99 TPOT over the measured one, less one."""
+        return self.prediction.tpot_p99_s / self.measured_tpot_p99_s - 1
+
+    @property
+    def ttft_error(self) -> float:
+        """The modelled p99 TTFT over the measured one, less one."""
+        return self.prediction.ttft_p99_s / self.measured_ttft_p99_s - 1
+
+
+def at_own_rates(benchmark: str, *, scale: float = 1.0) -> list[AtOwnRate]:
+    """Every audited Server and Interactive run of ``benchmark`` (one of :data:`HELD_OUT`)
+    whose LoadGen summary ``data/mlperf_llm_latencies.csv`` records, modelled at its own
+    scheduled rate (:func:`inferlab.predict.predict` with ``rate_per_s``) under the rules
+    of its own run (:func:`run_rules` of that row alone, times ``scale``), in the order of
+    the groups and rows of :func:`row_groups`. Runs of software the book has no stack for
+    are left out, as the scoring leaves them out.
+
+    Used in the appendix 'How far the model carries'.
+    """
+    checks.option("benchmark", benchmark, HELD_OUT)
+    latencies = load_table("mlperf_llm_latencies").set_index("id")
+    found = []
+    for key, group in row_groups(audited_rows(benchmark))[0].items():
+        chip, chips, precision, scenario, name = key
+        for row in group:
+            if row["id"] not in latencies.index:
+                continue
+            run = latencies.loc[row["id"]]
+            rate = float(run["scheduled_samples_per_s"])
+            prediction = predict(chip, chips, BENCHMARK_MODELS[benchmark], precision, scenario,
+                                 workload=benchmark, stack=stack(name),
+                                 rules=run_rules(benchmark, scenario, [row], scale=scale),
+                                 rate_per_s=rate)
+            found.append(AtOwnRate(row["id"], key, rate, float(run["ttft_p99_ms"]) / 1e3,
+                                   float(run["tpot_p99_ms"]) / 1e3, prediction))
+    return found
+
+
 def median_abs_error(scored) -> float:
     """The median absolute error over the held-out groups of ``scored`` (each counted once)."""
     errors = [abs(entry.error) for entry in scored if not entry.fitted]

@@ -430,6 +430,24 @@ def test_corrected_results_are_used_and_audit_states_are_honest():
     assert math.isclose(result("llmperf-groq-l2-70b-throughput")["value"], 185.05, rel_tol=1e-3)
 
 
+def test_each_held_out_latency_row_is_a_valid_run_within_its_benchmarks_bounds():
+    from inferlab.benchmark.mlperf import bounds
+    results = load_table("mlperf_llm_results").set_index("id")
+    latencies = load_table("mlperf_llm_latencies")
+    assert set(latencies["id"]) <= set(results.index)
+    assert len(latencies) == len(set(latencies["id"]))
+    for row in latencies.to_dict("records"):
+        result = results.loc[row["id"]]
+        assert result["scenario"] in ("Server", "Interactive"), row["id"]
+        limit = bounds(result["benchmark"], result["scenario"])
+        assert row["ttft_p99_ms"] <= limit.ttft_s * 1e3, row["id"]
+        assert row["tpot_p50_ms"] <= row["tpot_p99_ms"] <= limit.tpot_s * 1e3, row["id"]
+        # A run completes what it was issued, within LoadGen's Poisson luck and its tail.
+        assert abs(row["completed_samples_per_s"] / row["scheduled_samples_per_s"] - 1) < 0.05
+        # Each query's tokens after the first take at least the median TPOT each.
+        assert row["mean_latency_s"] * 1e3 > row["tpot_p50_ms"], row["id"]
+
+
 def test_each_latency_row_is_an_audited_bounded_result_within_its_bounds():
     from inferlab.benchmark.mlperf import bounds
     results = load_table("mlperf_llama2_70b").set_index("id")

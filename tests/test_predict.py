@@ -407,6 +407,33 @@ def test_each_group_runs_as_long_as_its_rows_record_never_shorter_than_mlperf():
     assert longer.min_duration_s == 5_400 and longer.min_queries == 100
 
 
+def test_a_server_run_at_its_own_rate_is_modelled_at_that_rate_against_its_own_log():
+    from inferlab.accuracy import at_own_rates
+    from inferlab.common.data import load_table
+
+    latencies = load_table("mlperf_llm_latencies").set_index("id")
+    runs = at_own_rates("deepseek-r1", scale=0.1)
+    # Every summarised R1 run, each once: all six are TensorRT-LLM Server runs.
+    assert sorted(run.id for run in runs) == sorted(
+        i for i in latencies.index if "-deepseek-r1-" in i)
+    for run in runs:
+        log = latencies.loc[run.id]
+        assert run.key[3] == "Server"
+        assert run.prediction.rate_per_s == run.rate_per_s == log["scheduled_samples_per_s"]
+        assert run.measured_tpot_p99_s == pytest.approx(log["tpot_p99_ms"] / 1e3)
+        assert run.measured_ttft_p99_s == pytest.approx(log["ttft_p99_ms"] / 1e3)
+        assert run.tpot_error == pytest.approx(
+            run.prediction.tpot_p99_s / run.measured_tpot_p99_s - 1)
+        # At rates the engine held, the model keeps up too, and a busier run's tokens are
+        # no faster than a quieter one's on the same eight chips.
+        assert run.prediction.valid
+    b200 = sorted((run.rate_per_s, run.prediction.tpot_p99_s) for run in runs
+                  if run.key[:2] == ("NVIDIA B200", 8))
+    assert [tpot for _, tpot in b200] == sorted(tpot for _, tpot in b200)
+    with pytest.raises(ValueError, match="benchmark"):
+        at_own_rates("llama2-70b")
+
+
 def test_the_recorded_run_lengths_meet_mlperfs_minimums_and_come_in_pairs():
     from inferlab.benchmark.mlperf import (
         MLPERF_MIN_DURATION_S,

@@ -397,6 +397,31 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "source": _source(),
         "note": _text(required=False),
     },
+    "mlperf_llm_latencies": {
+        "id": _text(),
+        "ttft_p99_ms": _number(_Range(
+            1, 6_000, "ms", "a valid run's p99 TTFT is within its bound: 500 ms (Llama 3.1 "
+            "8B Interactive) to 6 s (Llama 3.1 405B Server)")),
+        "tpot_p50_ms": _number(_Range(
+            1, 200, "ms", "the median time per output token of a valid run, below its p99")),
+        "tpot_p99_ms": _number(_Range(
+            1, 200, "ms", "a valid run's p99 TPOT is within its bound: 15 ms (DeepSeek-R1 "
+            "Interactive) to 200 ms (Mixtral 8x7B Server)")),
+        "mean_latency_s": _number(_Range(
+            0.1, 10_000, "s", "a query's whole time, issue to last token: about a second for "
+            "short answers to minutes for DeepSeek-R1's thousands of tokens")),
+        "completed_samples_per_s": _number(_Range(
+            0.01, 10_000, "queries/s", "0.3 to 1,000 in the table; a rack would do a few "
+            "thousand")),
+        "scheduled_samples_per_s": _number(_Range(
+            0.01, 10_000, "queries/s", "the Poisson rate LoadGen issued at, as above")),
+        "target_qps": _number(_Range(
+            0.01, 10_000, "queries/s", "the rate the submitter asked LoadGen for, as above")),
+        "min_duration_s": _number(_Range(
+            600, 86_400, "s", "MLPerf's minimum is 600 s; submitters ask for up to 30,000")),
+        "source": _source(),
+        "note": _text(required=False),
+    },
     "prices": {
         "id": _text(),
         "chip": _text(),
@@ -429,6 +454,7 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "mlperf_llama2_70b_latencies": (("id",),),
     "mlperf_dataset_lengths": (("dataset", "input_tokens", "output_tokens"),),
     "mlperf_llm_results": (("id",),),
+    "mlperf_llm_latencies": (("id",),),
     "prices": (("id",),),
 }
 
