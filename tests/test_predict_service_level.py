@@ -98,3 +98,27 @@ def test_the_command_line_takes_the_bounds():
          "--scenario", "Server", "--tpot-p99", "0"], capture_output=True, text=True,
         timeout=120)
     assert bad.returncode == 2 and "tpot_p99_s" in bad.stderr and not bad.stdout
+
+
+def test_the_command_line_runs_a_server_at_a_rate_of_ones_own():
+    base = [sys.executable, "-m", "inferlab.predict", "--chip", H200, "--chips", "1",
+            "--model", "Llama 3.1 8B", "--input-tokens", "1000", "--output-tokens", "200",
+            "--scenario", "Server"]
+    found = {}
+    for rate in ("2", "40"):
+        done = subprocess.run([*base, "--rate", rate, "--json"], capture_output=True,
+                              text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        found[rate] = json.loads(done.stdout)
+        # The run is at the rate given, not at one a search found.
+        assert found[rate]["rate_per_s"] == float(rate)
+    # A light load keeps up with short first tokens; twenty times it, on one chip, queues.
+    assert found["2"]["completed_share"] > 0.95
+    assert found["40"]["ttft_p99_s"] > 10 * found["2"]["ttft_p99_s"]
+    assert found["40"]["tpot_p99_s"] > found["2"]["tpot_p99_s"]
+    text = subprocess.run([*base, "--rate", "2"], capture_output=True, text=True, timeout=600)
+    assert "query rate: 2.00 per second" in text.stdout
+    for bad, named in ((["--rate", "-1"], "rate_per_s"),
+                       (["--rate", "2", "--scenario", "Offline"], "rate_per_s")):
+        refused = subprocess.run([*base, *bad], capture_output=True, text=True, timeout=120)
+        assert refused.returncode == 2 and named in refused.stderr and not refused.stdout

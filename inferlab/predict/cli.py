@@ -179,6 +179,10 @@ def main(argv=None) -> int:
                         "first token, in seconds (alone or with --tpot-p99)")
     parser.add_argument("--tpot-p99", type=float, metavar="S",
                         help="p99 time per output token, in seconds, for --scenario Server")
+    parser.add_argument("--rate", type=float, metavar="REQ_PER_S",
+                        help="run --scenario Server or Interactive at this many requests a "
+                        "second to the whole system instead of searching for the most it "
+                        "holds: the latencies at a load you measured yourself")
     parser.add_argument("--scale", type=float, default=1.0,
                         help="scale MLPerf's minimum duration and Offline samples (0, 1]")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
@@ -213,7 +217,8 @@ def main(argv=None) -> int:
         found = predict(args.chip, args.chips, spec, args.precision, args.scenario,
                         workload=workload, stack=args.stack, rules=rules,
                         tps=None if args.tp is None else [args.tp], pp=args.pp, ep=args.ep,
-                        ttft_p99_s=args.ttft_p99, tpot_p99_s=args.tpot_p99)
+                        ttft_p99_s=args.ttft_p99, tpot_p99_s=args.tpot_p99,
+                        rate_per_s=args.rate)
     except (ValueError, TypeError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
