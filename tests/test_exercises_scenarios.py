@@ -55,6 +55,24 @@ def test_ex_scen_per_gpu_divides_each_result_by_its_gpus(answers):
 
 
 @pytest.mark.build
+def test_ex_scen_little_holds_the_batch_littles_law_gives(answers):
+    run = "v5.1-nvidia-b200_sxm_180gbx8_trt-deepseek-r1-server"
+    log = load_table("mlperf_llm_latencies").set_index("id").loc[run]
+    # Little's law from the summary's own figures, and tokens a second as batch over TPOT.
+    held = log["completed_samples_per_s"] * log["mean_latency_s"]
+    assert answers["ex_scen_little_held"] == pytest.approx(held)
+    assert answers["ex_scen_little_tok_s"] == pytest.approx(held / log["tpot_mean_ms"] * 1e3)
+    reported = load_table("mlperf_llm_results").set_index("id").loc[run, "tokens_per_s"]
+    assert answers["ex_scen_little_reported"] == pytest.approx(reported)
+    assert answers["ex_scen_little_tok_s"] == pytest.approx(reported, rel=0.01)
+    # NVIDIA's configuration: 512 requests on each of eight attention ranks.
+    assert answers["ex_scen_little_limit"] == 8 * 512
+    assert answers["ex_scen_little_fill"] == pytest.approx(held / (8 * 512))
+    assert answers["ex_scen_little_tpot_bound"] == pytest.approx(TPOT_BOUNDS_S["deepseek-r1"][0] * 1e3)
+    assert answers["ex_scen_little_tpot_p99"] == pytest.approx(log["tpot_p99_ms"])
+
+
+@pytest.mark.build
 def test_ex_scen_more_a_passing_p99_still_fails_early_stopping(answers):
     slow, run = 180, 20_000
     # 180 is under 1 % of 20,000, so the query at the 99th percentile is a fast one.

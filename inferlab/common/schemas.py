@@ -402,6 +402,9 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "ttft_p99_ms": _number(_Range(
             1, 6_000, "ms", "a valid run's p99 TTFT is within its bound: 500 ms (Llama 3.1 "
             "8B Interactive) to 6 s (Llama 3.1 405B Server)")),
+        "tpot_mean_ms": _number(_Range(
+            1, 200, "ms", "the mean time per output token over a valid run's queries, "
+            "below its p99")),
         "tpot_p50_ms": _number(_Range(
             1, 200, "ms", "the median time per output token of a valid run, below its p99")),
         "tpot_p99_ms": _number(_Range(
