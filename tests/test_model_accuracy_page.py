@@ -44,3 +44,15 @@ def test_the_model_runs_r1_about_twice_as_fast_a_token_as_the_logs(answers):
     assert answers["acc_r1_own_ttft_hi"] / 1e3 < 0.1 * answers["acc_r1_logs_ttft_lo"]
     # The 8B comparison: its worst Offline miss is far from R1's.
     assert answers["acc_8b_offline_high"] < 0.5 < answers["acc_deepseek_r1_median"]
+
+
+def test_the_attention_dp_wait_it_quotes_is_tensorrt_llms_measurement(answers):
+    values = load_table("results").set_index("id")["value"]
+    balanced = values["trtllm-blog10-dsv3-8xgb200-adp-balanced"]
+    even = values["trtllm-blog10-dsv3-8xgb200-adp-balanced-sol"]
+    assert answers["acc_adp_balanced"] == balanced
+    assert answers["acc_adp_sol"] == even
+    assert answers["acc_adp_baseline"] == values["trtllm-blog10-dsv3-8xgb200-adp-baseline"]
+    assert answers["acc_adp_loss"] == pytest.approx(1 - balanced / even)
+    # "a part of R1's gap, not most of it": a tenth against a miss of more than half.
+    assert answers["acc_adp_loss"] < 0.15 and answers["acc_deepseek_r1_median"] > 0.5
