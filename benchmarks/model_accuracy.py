@@ -29,7 +29,10 @@ With ``--own-rates`` it also runs every held-out Server and Interactive run that
 ``data/mlperf_llm_latencies.csv`` summarises at its own scheduled rate
 (:func:`inferlab.accuracy.at_own_rates`) and compares the p99 latencies, ending with
 
-    own_rates=NAME runs=N median_abs_tpot_error=E median_abs_ttft_error=F kept_up=K
+    own_rates=NAME runs=N median_abs_tpot_error=E median_abs_ttft_error=F valid=V
+
+where V counts the runs the model, at that rate, also finds valid (its p99s within the
+benchmark's bounds, which a queue that grows through the run cannot meet).
 
 The book's appendix 'How far the model carries' (``book/model_accuracy.md``) draws the
 Offline groups of this same scoring, each run as long as its submitters ran it.
@@ -91,7 +94,7 @@ def own_rates(benchmark: str) -> None:
               f"{run.rate_per_s:8.2f}/s TPOT p99 {run.measured_tpot_p99_s * 1e3:6.1f} ms "
               f"modelled {found.tpot_p99_s * 1e3:6.1f} ({run.tpot_error:+.0%}) TTFT p99 "
               f"{run.measured_ttft_p99_s:5.2f} s modelled {found.ttft_p99_s:5.2f} "
-              f"({run.ttft_error:+.0%}) {'kept up' if found.valid else 'FELL BEHIND'} "
+              f"({run.ttft_error:+.0%}) {'valid' if found.valid else 'INVALID'} "
               f"({name}) {run.id}", flush=True)
     if runs:
         tpot = statistics.median(abs(run.tpot_error) for run in runs)
@@ -100,7 +103,7 @@ def own_rates(benchmark: str) -> None:
         tpot = ttft = math.nan
     print(f"own_rates={benchmark} runs={len(runs)} median_abs_tpot_error={tpot:.3f} "
           f"median_abs_ttft_error={ttft:.3f} "
-          f"kept_up={sum(run.prediction.valid for run in runs)}", flush=True)
+          f"valid={sum(run.prediction.valid for run in runs)}", flush=True)
 
 
 def main() -> None:
