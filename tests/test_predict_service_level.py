@@ -122,3 +122,14 @@ def test_the_command_line_runs_a_server_at_a_rate_of_ones_own():
                        (["--rate", "2", "--scenario", "Offline"], "rate_per_s")):
         refused = subprocess.run([*base, *bad], capture_output=True, text=True, timeout=120)
         assert refused.returncode == 2 and named in refused.stderr and not refused.stdout
+
+
+def test_a_server_run_without_bounds_names_both_ways_to_give_them():
+    # Qwen3 has no MLPerf benchmark to take bounds from: the refusal says what will do.
+    with pytest.raises(ValueError, match=r"scenario: .*give Offline, or bounds of your own "
+                                         r"\(ttft_p99_s, tpot_p99_s\)"):
+        predict(H200, 8, "Qwen3 30B-A3B", "fp8", "Server", workload=CHAT, rate_per_s=2.0)
+    # Given bounds of one's own, the same run is predicted.
+    found = predict(H200, 8, "Qwen3 30B-A3B", "fp8", "Server", workload=CHAT,
+                    rate_per_s=2.0, tpot_p99_s=0.05)
+    assert found.rate_per_s == 2.0 and found.tpot_p99_s > 0

@@ -448,7 +448,8 @@ def _judging(spec: specs.ModelSpec, workload: Workload, scenario: str,
     if limit is None and scenario in ("Server", "Interactive"):
         if benchmark is None:
             raise ValueError(f"scenario: {scenario} needs latency bounds, and {spec.name} has "
-                             "no MLPerf benchmark to take them from; give Offline")
+                             "no MLPerf benchmark to take them from; give Offline, or "
+                             "bounds of your own (ttft_p99_s, tpot_p99_s)")
         if scenario not in BOUNDS[benchmark]:
             raise ValueError(f"scenario: MLPerf's {benchmark} benchmark has no {scenario} "
                              f"scenario; give one of Offline, {', '.join(BOUNDS[benchmark])}")
