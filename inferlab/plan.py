@@ -26,9 +26,9 @@ experts). Two modes:
   one replica is simulated at ``rate / n`` by :func:`~inferlab.predict.predict`
   (``scenario="Server"``, the bounds of one's own, ``rate_per_s`` given) over
   ``requests`` requests, judged as LoadGen judges a Server run; it passes if both p99s
-  meet the bounds and it finished as many queries as it was sent while the stream ran
-  (:func:`~inferlab.serving.loadgen.completed_share`: without a TTFT bound, a queue that grows
-  for ever still meets a TPOT bound). The plan is the fewest replicas that pass, found
+  meet the bounds and it started answering as many queries as it was sent while the stream
+  ran (:func:`~inferlab.serving.loadgen.started_share`: without a TTFT bound, a queue that
+  grows for ever still meets a TPOT bound). The plan is the fewest replicas that pass, found
   from a lower bound up, growing then bisecting the count; its p99s are those of its own
   traffic, so a plan meets its service level in the simulator by construction.
 - **disaggregated** (DistServe, Splitwise): one pool prefills, another decodes. A unit is one

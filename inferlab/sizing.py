@@ -371,11 +371,11 @@ def _judge(chip: _Chip, tp: int, pp: int, ep: int, engine, rate: float):
                     ttft_p99_s=None if math.isinf(inputs.limit_ttft_s) else inputs.limit_ttft_s,
                     tpot_p99_s=None if math.isinf(inputs.limit_tpot_s) else inputs.limit_tpot_s,
                     rate_per_s=rate)
-    return found, bool(found.valid and found.completed_share >= 1 - RATE_TOLERANCE)
+    return found, bool(found.valid and found.started_share >= 1 - RATE_TOLERANCE)
 
 
-#: A run that has not finished at least this share fewer queries than it was sent while the
-#: stream ran has a queue that grows (:func:`inferlab.serving.loadgen.completed_share`); and a p99
+#: A run that started answering at least this share fewer queries than it was sent while
+#: the stream ran has a queue that grows (:func:`inferlab.serving.loadgen.started_share`); and a p99
 #: within this share of its bound is what binds a plan.
 RATE_TOLERANCE = 0.05
 
@@ -470,7 +470,7 @@ def _binding(replicas: int, lowest: int, bound_term: str, found, failure, inputs
         return single
     if replicas == lowest:
         return bound_term
-    if failure.completed_share < 1 - RATE_TOLERANCE:
+    if failure.started_share < 1 - RATE_TOLERANCE:
         # One replica fewer could not keep up: its queue grew (whatever bound caught it),
         # so the resource that dominates the step binds.
         return _resource(rep, failure.batch, *inputs.workload.mean_tokens())

@@ -510,3 +510,32 @@ def test_a_server_run_of_one_token_answers_is_refused_before_it_is_simulated():
     with pytest.raises(ValueError, match="produced 1 token"):
         lg.server_trial(example_system(), "Server", lg.Workload.fixed(200, 1), "llama2-70b",
                         500.0, verdict.mlperf_rules(scale=0.02))
+
+
+def _stream(first_token_s, answer_s: float, rate: float = 1.0, seconds: float = 600.0):
+    """A Server log: one query every ``1 / rate`` s, each first token at ``first_token_s``
+    (times, one per query) and the answer ``answer_s`` after it."""
+    arrival = np.arange(0.0, seconds, 1.0 / rate)
+    first = np.asarray(first_token_s, dtype=float)
+    return verdict.QueryLog(arrival, first, first + answer_s, np.full(arrival.size, 100))
+
+
+def test_a_system_keeping_up_with_answers_of_minutes_starts_every_query():
+    # Each answer runs 300 s, half the stream: counted by finishes, the answers issued in
+    # the window's last 300 s would still be running at its end, though no query waits.
+    arrival = np.arange(0.0, 600.0, 1.0)
+    log = _stream(arrival + 0.05, 300.0)
+    assert lg.started_share(log) == pytest.approx(1.0, abs=0.01)
+    finished = np.count_nonzero((log.finish_s > 120.0) & (log.finish_s <= 599.0))
+    assert finished / 479 < 0.7  # what a count of finishes would have said
+
+
+def test_a_system_offered_twice_what_it_serves_starts_half_the_queries():
+    # One first token every 2 s against a query every second: a queue that grows all run.
+    log = _stream(np.arange(600) * 2.0 + 0.05, 1.0)
+    assert lg.started_share(log) == pytest.approx(0.5, abs=0.02)
+
+
+def test_started_share_needs_two_queries():
+    with pytest.raises(ValueError, match="log"):
+        lg.started_share(_stream([0.05], 1.0, seconds=1.0))

@@ -79,11 +79,11 @@ from inferlab.serving.loadgen import (
     MAX_RATE_PER_S,
     MIN_SEARCH_RATE_PER_S,
     System,
-    completed_share,
     dealt_in_turn,
     find_server_rate,
     run_scenario,
     server_trial,
+    started_share,
 )
 
 # The one place a replica's lanes are dealt their queries and simulated together.
@@ -138,9 +138,9 @@ class Prediction:
     Interactive run; ``workload`` what was served; ``rules`` how the run was judged
     (``"MLPerf <benchmark>"``, ``"steady Offline"``, or the open rules); ``at_ceiling``
     whether a rate search passed at every rate it tried, so that its own upper limit, not
-    a bound, stopped it; ``completed_share`` for a Server or Interactive run, queries
-    finished per query issued while the stream ran
-    (:func:`~inferlab.serving.loadgen.completed_share`: about 1 where the system keeps up).
+    a bound, stopped it; ``started_share`` for a Server or Interactive run, first
+    tokens sent per query issued while the stream ran
+    (:func:`~inferlab.serving.loadgen.started_share`: about 1 where the system keeps up).
 
     Used in chapters 'Batching' and 'Choosing hardware'.
     """
@@ -167,7 +167,7 @@ class Prediction:
     workload: str = ""
     rules: str = ""
     at_ceiling: bool = False
-    completed_share: float = math.nan
+    started_share: float = math.nan
 
     def as_dict(self) -> dict:
         """The prediction as plain JSON-ready values."""
@@ -341,7 +341,7 @@ def predict(chip, chips: int, model="Llama 2 70B", precision: str = "fp8",
     number of halvings of that rate search. ``rate_per_s`` (requests per second to the
     whole system) runs the Server scenario at that rate instead of searching: one run,
     judged by the same rules and simulated whole, its verdict in ``valid`` and
-    ``completed_share`` telling whether the system kept up with the rate.
+    ``started_share`` telling whether the system kept up with the rate.
 
     Raises :class:`~inferlab.model.feasibility.Infeasible` if no layout fits (with the
     gigabytes it needs) and ``ValueError`` for an unknown chip, model, stack, format,
@@ -426,7 +426,7 @@ def _predicted(hw: specs.Chip, chips: int, spec: specs.ModelSpec, precision: str
                 summary.ttft_p99_s, summary.tpot_p99_s,
                 peak_batch(log, system.replicas, system.shares(len(log))), rate, tp_from,
                 stages, experts, workload.name, judged, ceiling,
-                completed_share(log) if scenario in ("Server", "Interactive") else math.nan)
+                started_share(log) if scenario in ("Server", "Interactive") else math.nan)
         if best is None or _better(candidate, best):
             best = candidate
     if best is None:

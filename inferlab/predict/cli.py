@@ -45,6 +45,10 @@ def _format(prediction: Prediction) -> str:
                  f"({prediction.tp_from}); peak batch per lane {prediction.batch:,}")
     if prediction.rate_per_s is not None:
         lines.append(f"  query rate: {prediction.rate_per_s:,.2f} per second")
+    if math.isfinite(prediction.started_share):
+        # Well under 100 %, the system starts queries slower than they come: a queue grows.
+        lines.append(f"  queries started while the stream ran: "
+                     f"{prediction.started_share:.1%} of those sent")
     if math.isfinite(prediction.ttft_p99_s):
         label = "p90" if prediction.scenario == "SingleStream" else "p99"
         # Offline sends every query at once, so its first tokens wait for the whole queue.
