@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib.util
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import pytest
 import yaml
 
 from inferlab.common import memo
+from inferlab.lab.machine import BANDWIDTH_CACHE_ENV
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The book's remembered predictions (book/_ext/freshness.py points its builds there).
@@ -144,6 +146,11 @@ def pytest_collection_modifyitems(session, config, items):
     output = Path(tempfile.mkdtemp(prefix="inferlab-book-"))
     _BACKGROUND.update(output=output, process=start_book_build(ROOT, output),
                        started=time.perf_counter())
+    # The tests that run a chapter (JupyterLab's, the exported notebooks') read the
+    # bandwidth the build measures, as a reader's second chapter reads the first one's:
+    # on the CI machine a measurement is half a minute of faulting in 4 GiB, and one is
+    # enough. Whichever asks first measures; the other waits on its lock and reads it.
+    os.environ.setdefault(BANDWIDTH_CACHE_ENV, str(output / "_build" / _build_machine_folder()))
     if any("decks" in getattr(item, "fixturenames", ()) for item in needs):
         # The decks are built from the book's executed notebooks, once it is done, on the
         # core its build frees while the other tests still run.
@@ -151,6 +158,17 @@ def pytest_collection_modifyitems(session, config, items):
                                   daemon=True)
         _BACKGROUND["decks_thread"] = thread
         thread.start()
+
+
+def _build_machine_folder() -> str:
+    """The folder, beside a build's notebook cache, where the build keeps its bandwidth
+    measurement (``book/_ext/freshness.py``, loaded by its path: ``book/_ext`` on
+    ``sys.path`` would let its modules shadow others of the same name)."""
+    spec = importlib.util.spec_from_file_location(
+        "inferlab_book_freshness", ROOT / "book" / "_ext" / "freshness.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.MACHINE_FOLDER
 
 
 def _build_decks_after_the_book(output: Path) -> None:
