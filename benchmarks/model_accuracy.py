@@ -25,6 +25,12 @@ any of their rows. For each, the last line is
 
     benchmark=NAME median_abs_error=E groups=N rows=R
 
+A Server or Interactive group whose runs' LoadGen summaries are recorded
+(``data/mlperf_llm_latencies.csv``) also shows how near they came to a bound
+(:func:`inferlab.accuracy.bound_share`, the median over its logs): a result well short
+of both is the rate its submitter asked for, a floor on the system, where the model
+predicts the most the system holds.
+
 With ``--own-rates`` it also runs every held-out Server and Interactive run that
 ``data/mlperf_llm_latencies.csv`` summarises at its own scheduled rate
 (:func:`inferlab.accuracy.at_own_rates`) and compares the p99 latencies, ending with
@@ -32,7 +38,8 @@ With ``--own-rates`` it also runs every held-out Server and Interactive run that
     own_rates=NAME runs=N median_abs_tpot_error=E median_abs_ttft_error=F valid=V
 
 where V counts the runs the model, at that rate, also finds valid (its p99s within the
-benchmark's bounds, which a queue that grows through the run cannot meet).
+benchmark's bounds, which a queue that grows through the run cannot meet). Each run's
+line says how near its own p99s came to a bound.
 
 The book's appendix 'How far the model carries' (``book/model_accuracy.md``) draws the
 Offline groups of this same scoring, each run as long as its submitters ran it.
@@ -49,12 +56,19 @@ import math
 import statistics
 import time
 
-from inferlab.accuracy import HELD_OUT, at_own_rates, median_abs_error, row_groups, score
+from inferlab.accuracy import (
+    HELD_OUT,
+    at_own_rates,
+    bound_share,
+    median_abs_error,
+    row_groups,
+    score,
+)
 from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common.data import load_table
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, predict
-from inferlab.serving.calibration import bound_share, scenario_pairs, stack, stacks
+from inferlab.serving.calibration import scenario_pairs, stack, stacks
 
 #: The target for every Server-to-Interactive drop, as a fraction (8 percentage points).
 DROP_TARGET = 0.08
@@ -69,10 +83,14 @@ def held_out(benchmark: str, stacks_wanted) -> None:
         found = entry.prediction
         layout = f"tp={found.tp}" + (f" pp={found.pp}" if found.pp > 1 else "") + (
             f" ep={found.ep}" if found.ep > 1 else "")
+        shares = [share for share in (bound_share(benchmark, row) for row in entry.rows)
+                  if not math.isnan(share)]
+        logs = (f"; LoadGen at {statistics.median(shares):.0%} of a bound, median of "
+                f"{len(shares)} log(s)" if shares else "")
         print(f"held out  {benchmark:<14s} {chips:3d} x {chip:<24s} {precision} "
               f"{scenario:<11s} reported {entry.reported_tok_s:10,.0f} ({len(entry.rows)} "
               f"rows) modelled {found.tokens_per_s:10,.0f} {entry.error:+6.1%} {layout} "
-              f"({name}; {'valid' if found.valid else 'INVALID'})", flush=True)
+              f"({name}; {'valid' if found.valid else 'INVALID'}{logs})", flush=True)
 
     scored, skipped = score(benchmark, stack_names=stacks_wanted, on_group=show)
     for row_id, reason in skipped:
@@ -94,8 +112,9 @@ def own_rates(benchmark: str) -> None:
               f"{run.rate_per_s:8.2f}/s TPOT p99 {run.measured_tpot_p99_s * 1e3:6.1f} ms "
               f"modelled {found.tpot_p99_s * 1e3:6.1f} ({run.tpot_error:+.0%}) TTFT p99 "
               f"{run.measured_ttft_p99_s:5.2f} s modelled {found.ttft_p99_s:5.2f} "
-              f"({run.ttft_error:+.0%}) {'valid' if found.valid else 'INVALID'} "
-              f"({name}) {run.id}", flush=True)
+              f"({run.ttft_error:+.0%}) {'valid' if found.valid else 'INVALID'}; LoadGen "
+              f"at {bound_share(benchmark, run.id):.0%} of a bound ({name}) {run.id}",
+              flush=True)
     if runs:
         tpot = statistics.median(abs(run.tpot_error) for run in runs)
         ttft = statistics.median(abs(run.ttft_error) for run in runs)
@@ -180,7 +199,8 @@ def fitted_benchmark(args) -> None:
         points = (modelled - pair["drop"]) * 100
         drops.append(abs(points))
         by_config.setdefault((server_key, inter_key), (modelled, []))[1].append(pair["drop"])
-        edges = [bound_share(pair[f"{side}_id"]) for side in ("server", "interactive")]
+        edges = [bound_share("llama2-70b", pair[f"{side}_id"])
+                 for side in ("server", "interactive")]
         edge_text = ("" if math.isnan(sum(edges)) else
                      f"; p99 at {edges[0]:.0%} and {edges[1]:.0%} of the nearest bound")
         print(f"drop {pair['round']} {pair['submitter']:<14s} {pair['accelerators']} x "

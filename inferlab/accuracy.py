@@ -24,13 +24,14 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
-from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS
+from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS, bounds
 from inferlab.benchmark.verdict import MAX_QUERIES, RunRules, mlperf_rules
 from inferlab.common import checks
 from inferlab.common.data import load_table
 from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import Prediction, predict
+from inferlab.serving import calibration
 from inferlab.serving.calibration import row_key, stack, stacks
 
 #: The benchmarks no number of the model was fitted on, in the order they are scored.
@@ -294,6 +295,29 @@ def at_own_rates(benchmark: str, *, scale: float = 1.0) -> list[AtOwnRate]:
             found.append(AtOwnRate(row["id"], key, rate, float(run["ttft_p99_ms"]) / 1e3,
                                    float(run["tpot_p99_ms"]) / 1e3, prediction))
     return found
+
+
+def bound_share(benchmark: str, row_id: str) -> float:
+    """How near the run of audited row ``row_id`` of ``benchmark`` came to its scenario's
+    bounds: the larger of its p99 TTFT and p99 TPOT, each as a share of its bound, from
+    the run's LoadGen summary (``data/mlperf_llm_latencies.csv``, or for Llama 2 70B
+    :func:`inferlab.serving.calibration.bound_share`); ``nan`` where no summary is
+    recorded (an Offline run has none). A Server result well short of both bounds is the
+    rate its submitter asked for, not the most the system holds."""
+    checks.option("benchmark", benchmark, ("llama2-70b", *HELD_OUT))
+    if benchmark == "llama2-70b":
+        return calibration.bound_share(row_id)
+    rows = audited_rows(benchmark).set_index("id")
+    if row_id not in rows.index:
+        raise ValueError(f"row_id: {row_id!r} is not a {benchmark} row of "
+                         "data/mlperf_llm_results.csv")
+    latencies = load_table("mlperf_llm_latencies").set_index("id")
+    if row_id not in latencies.index:
+        return math.nan
+    limit = bounds(benchmark, rows.loc[row_id, "scenario"])
+    run = latencies.loc[row_id]
+    return max(float(run["ttft_p99_ms"]) / (limit.ttft_s * 1e3),
+               float(run["tpot_p99_ms"]) / (limit.tpot_s * 1e3))
 
 
 def median_abs_error(scored) -> float:

@@ -407,6 +407,25 @@ def test_each_group_runs_as_long_as_its_rows_record_never_shorter_than_mlperf():
     assert longer.min_duration_s == 5_400 and longer.min_queries == 100
 
 
+def test_a_runs_bound_share_is_its_nearer_p99_over_its_bound():
+    from inferlab.accuracy import audited_rows, bound_share
+    from inferlab.serving import calibration
+
+    # Cisco's two-node H100 405B Server run held 3.7 of 6 s to the first token and 99.5
+    # of 175 ms a token: a rate chosen well short of what the system holds.
+    cisco = "v5.1-cisco-hgx_h100_h100_sxm_80gbx16_trt-llama3.1-405b-server"
+    assert bound_share("llama3.1-405b", cisco) == pytest.approx(3702.0 / 6000.0)
+    nebius = "v5.1-nebius-h200_sxm_141gbx8_trt-llama3.1-405b-server"
+    assert bound_share("llama3.1-405b", nebius) == pytest.approx(5642.7 / 6000.0)
+    offline = audited_rows("llama3.1-405b").query("scenario == 'Offline'")["id"].iloc[0]
+    assert math.isnan(bound_share("llama3.1-405b", offline))
+    # One function for every benchmark: Llama 2 70B's from its own table.
+    row = "v5.1-nebius-8xh200sxm-interactive"
+    assert bound_share("llama2-70b", row) == calibration.bound_share(row)
+    with pytest.raises(ValueError, match="row_id"):
+        bound_share("llama3.1-405b", nebius.replace("405b", "8b"))
+
+
 def test_a_server_run_at_its_own_rate_is_modelled_at_that_rate_against_its_own_log():
     from inferlab.accuracy import at_own_rates
     from inferlab.common.data import load_table
