@@ -31,6 +31,13 @@ A Server or Interactive group whose runs' LoadGen summaries are recorded
 of both is the rate its submitter asked for, a floor on the system, where the model
 predicts the most the system holds.
 
+**A vendor's own table** (``--benchmark trtllm-throughput``, ``data/trtllm_throughput.csv``):
+TensorRT-LLM's published throughput of Llama 3.1 8B, Llama 3.3 70B and Llama 3.1 405B on
+five chips, each row one input and output length for every request, all queued at once
+(:func:`inferlab.accuracy.vendor_table`). Held out too; the last line is
+
+    vendor_table=trtllm-throughput median_abs_error=E rows=R
+
 With ``--own-rates`` it also runs every held-out Server and Interactive run that
 ``data/mlperf_llm_latencies.csv`` summarises at its own scheduled rate
 (:func:`inferlab.accuracy.at_own_rates`) and compares the p99 latencies, ending with
@@ -63,12 +70,16 @@ from inferlab.accuracy import (
     median_abs_error,
     row_groups,
     score,
+    vendor_table,
 )
 from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common.data import load_table
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, predict
 from inferlab.serving.calibration import scenario_pairs, stack, stacks
+
+#: The name --benchmark takes for TensorRT-LLM's throughput table (data/trtllm_throughput.csv).
+VENDOR = "trtllm-throughput"
 
 #: The target for every Server-to-Interactive drop, as a fraction (8 percentage points).
 DROP_TARGET = 0.08
@@ -101,6 +112,30 @@ def held_out(benchmark: str, stacks_wanted) -> None:
           f"rows={sum(len(entry.rows) for entry in scored)}", flush=True)
 
 
+def vendor_rows() -> None:
+    """TensorRT-LLM's own throughput table, every row predicted: one line a row, then the
+    median by configuration and over all rows."""
+    start = time.perf_counter()
+    rows = vendor_table()
+    for row in rows:
+        layout = f"tp={row.tp}" + (f" pp={row.pp}" if row.pp > 1 else "")
+        print(f"vendor    {row.model:<14s} {row.tp * row.pp:2d} x {row.accelerator:<24s} "
+              f"{row.precision} {layout:<10s} {row.input_tokens:6d} in {row.output_tokens:5d} "
+              f"out reported {row.reported_tok_s:9,.0f} modelled "
+              f"{row.prediction.tokens_per_s:9,.0f} {row.error:+6.1%} {row.id}", flush=True)
+    configurations = {}
+    for row in rows:
+        configurations.setdefault((row.model, row.accelerator, row.tp, row.pp, row.precision),
+                                  []).append(row)
+    for (model, chip, tp, pp, precision), group in configurations.items():
+        print(f"vendor configuration {model}, {tp * pp} x {chip} tp={tp} pp={pp} {precision}: "
+              f"median error {statistics.median(row.error for row in group):+.1%}, median "
+              f"absolute {median_abs_error(group):.1%} over {len(group)} lengths")
+    print(f"predicted {len(rows)} rows in {time.perf_counter() - start:.0f} s")
+    print(f"vendor_table=trtllm-throughput median_abs_error={median_abs_error(rows):.3f} "
+          f"rows={len(rows)}", flush=True)
+
+
 def own_rates(benchmark: str) -> None:
     """Each summarised Server and Interactive run of ``benchmark`` modelled at its own rate:
     LoadGen's p99s against the model's, one line a run, then the medians."""
@@ -128,8 +163,9 @@ def own_rates(benchmark: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--benchmark", action="append", metavar="NAME",
-                        choices=("llama2-70b", *HELD_OUT),
-                        help="score only this benchmark (repeatable; default: all five)")
+                        choices=("llama2-70b", *HELD_OUT, VENDOR),
+                        help="score only this benchmark, or the vendor's table "
+                        f"({VENDOR}); repeatable; default: all six")
     parser.add_argument("--rules", choices=("fit", "mlperf"), default="fit",
                         help="fit: the calibration's rules (inferlab.predict.FIT_RULES, "
                         "MLPerf's own today); mlperf: MLPerf's rules whatever FIT_RULES say")
@@ -140,7 +176,9 @@ def main() -> None:
                         help="also model each held-out Server and Interactive run at its own "
                         "scheduled rate and compare its p99 latencies with LoadGen's")
     args = parser.parse_args()
-    wanted = args.benchmark or ("llama2-70b", *HELD_OUT)
+    wanted = args.benchmark or ("llama2-70b", *HELD_OUT, VENDOR)
+    if VENDOR in wanted:
+        vendor_rows()
     for benchmark in HELD_OUT:
         if benchmark in wanted:
             held_out(benchmark, args.stack)

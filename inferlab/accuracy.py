@@ -14,6 +14,11 @@ Llama 2 70B's rows are ``data/mlperf_llama2_70b.csv``; the other LLM benchmarks'
 its submitters ran it (:func:`run_rules`), or a scaled copy of that for a page that must
 build quickly.
 
+A vendor's own throughput table is a second held-out test, of another kind: every request
+of a row has the same lengths, from 128 tokens in and out to 20,000 in and 2,000 out, and
+all are queued at once, as the fixed-lengths workload's steady Offline runs them
+(:func:`vendor_table`, on ``data/trtllm_throughput.csv``).
+
 Used by ``benchmarks/model_accuracy.py``, chapter 'Benchmark scenarios' and the appendix
 'How far the model carries'.
 """
@@ -26,6 +31,7 @@ from dataclasses import dataclass, replace
 
 from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS, bounds
 from inferlab.benchmark.verdict import MAX_QUERIES, RunRules, mlperf_rules
+from inferlab.benchmark.workload import Workload
 from inferlab.common import checks
 from inferlab.common.data import load_table
 from inferlab.model import specs
@@ -318,6 +324,62 @@ def bound_share(benchmark: str, row_id: str) -> float:
     run = latencies.loc[row_id]
     return max(float(run["ttft_p99_ms"]) / (limit.ttft_s * 1e3),
                float(run["tpot_p99_ms"]) / (limit.tpot_s * 1e3))
+
+
+@dataclass(frozen=True)
+class VendorRow:
+    """One row of a vendor's throughput table beside the model's prediction of it.
+
+    ``id`` is the row's in ``data/trtllm_throughput.csv``; ``reported_tok_s`` its output
+    tokens a second over the run's ``tp x pp`` chips; ``prediction`` the same
+    configuration's steady Offline run of fixed lengths.
+    """
+
+    id: str
+    model: str
+    accelerator: str
+    tp: int
+    pp: int
+    precision: str
+    input_tokens: int
+    output_tokens: int
+    reported_tok_s: float
+    prediction: Prediction
+
+    @property
+    def error(self) -> float:
+        """Predicted over reported, less one."""
+        return self.prediction.tokens_per_s / self.reported_tok_s - 1
+
+    @property
+    def fitted(self) -> bool:
+        """Never: no number of the model was fitted on a vendor's table
+        (:func:`median_abs_error` counts every row)."""
+        return False
+
+
+def vendor_table() -> list[VendorRow]:
+    """Every row of TensorRT-LLM's published throughput table
+    (``data/trtllm_throughput.csv``: ``trtllm-bench``, every request queued at once, all of
+    one input and output length) predicted by :func:`inferlab.predict.predict` at the
+    row's own chips, layout and weight format, on the vendor's default stack for the chip,
+    in the table's order. No number of the model was fitted on these rows, and the model
+    is given only the lengths: neither the engine's batch limit nor its share of memory
+    for the cache, which the table does not record.
+
+    Used in the appendix 'How far the model carries'.
+    """
+    found = []
+    for row in load_table("trtllm_throughput").to_dict("records"):
+        tp, pp = int(row["tp"]), int(row["pp"])
+        prediction = predict(row["accelerator"], tp * pp, row["model"], row["precision"],
+                             "Offline", tps=[tp], pp=pp, workload=Workload.fixed(
+                                 int(row["input_tokens"]), int(row["output_tokens"])))
+        found.append(VendorRow(row["id"], row["model"], row["accelerator"], tp, pp,
+                               row["precision"], int(row["input_tokens"]),
+                               int(row["output_tokens"]), float(row["tokens_per_s"]),
+                               prediction))
+    return found
 
 
 def median_abs_error(scored) -> float:

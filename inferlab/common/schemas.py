@@ -397,6 +397,27 @@ SCHEMAS: dict[str, dict[str, Column]] = {
         "source": _source(),
         "note": _text(required=False),
     },
+    "trtllm_throughput": {
+        "id": _text(),
+        "model": _text(),
+        "accelerator": _text(),
+        "tp": _integer(_Range(1, 64, "chips", "tensor-parallel width: 1 to 8 in the table")),
+        "pp": _integer(_Range(1, 64, "stages", "pipeline stages: 1 to 8 in the table")),
+        "accelerators": _integer(_Range(
+            1, 4_096, "accelerators", "tp x pp, the chips one run used: 1 to 8 here")),
+        "precision": _text(allowed=PRECISIONS),
+        "input_tokens": _integer(_Range(
+            1, 1_000_000, "tokens", "every request's prompt: 128 to 20,000 in the table")),
+        "output_tokens": _integer(_Range(
+            1, 1_000_000, "tokens", "every request's answer: 128 to 4,096 in the table")),
+        "tokens_per_s": _number(_Range(
+            1, 500_000, "tokens/s", "output tokens a second per chip: ~20 (Llama 3.1 405B "
+            "at 20,000 tokens in on an H100) to ~30,000 (Llama 3.1 8B on one), with margin",
+            per="accelerators")),
+        "software": _text(),
+        "source": _source(),
+        "note": _text(required=False),
+    },
     "mlperf_llm_latencies": {
         "id": _text(),
         "ttft_p99_ms": _number(_Range(
@@ -458,6 +479,8 @@ KEYS: dict[str, tuple[tuple[str, ...], ...]] = {
     "mlperf_dataset_lengths": (("dataset", "input_tokens", "output_tokens"),),
     "mlperf_llm_results": (("id",),),
     "mlperf_llm_latencies": (("id",),),
+    "trtllm_throughput": (("id",), ("model", "accelerator", "tp", "pp", "precision",
+                                    "input_tokens", "output_tokens")),
     "prices": (("id",),),
 }
 
