@@ -32,11 +32,11 @@ of both is the rate its submitter asked for, a floor on the system, where the mo
 predicts the most the system holds.
 
 **A vendor's own table** (``--benchmark trtllm-throughput``, ``data/trtllm_throughput.csv``):
-TensorRT-LLM's published throughput of Llama 3.1 8B, Llama 3.3 70B and Llama 3.1 405B on
-five chips, each row one input and output length for every request, all queued at once
-(:func:`inferlab.accuracy.vendor_table`). Held out too; the last line is
+TensorRT-LLM's published throughput of three dense Llama models and four mixtures of
+experts on five chips, each row one input and output length for every request, all
+queued at once (:func:`inferlab.accuracy.vendor_table`). Held out too; the last line is
 
-    vendor_table=trtllm-throughput median_abs_error=E rows=R
+    vendor_table=trtllm-throughput median_abs_error=E rows=R dense=D (N rows) mixtures=M (K rows)
 
 With ``--own-rates`` it also runs every held-out Server and Interactive run that
 ``data/mlperf_llm_latencies.csv`` summarises at its own scheduled rate
@@ -74,6 +74,7 @@ from inferlab.accuracy import (
 )
 from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common.data import load_table
+from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, predict
 from inferlab.serving.calibration import scenario_pairs, stack, stacks
@@ -132,8 +133,11 @@ def vendor_rows() -> None:
               f"median error {statistics.median(row.error for row in group):+.1%}, median "
               f"absolute {median_abs_error(group):.1%} over {len(group)} lengths")
     print(f"predicted {len(rows)} rows in {time.perf_counter() - start:.0f} s")
+    dense = [row for row in rows if specs.model(row.model).experts == 1]
+    mixtures = [row for row in rows if row not in dense]
     print(f"vendor_table=trtllm-throughput median_abs_error={median_abs_error(rows):.3f} "
-          f"rows={len(rows)}", flush=True)
+          f"rows={len(rows)} dense={median_abs_error(dense):.3f} ({len(dense)} rows) "
+          f"mixtures={median_abs_error(mixtures):.3f} ({len(mixtures)} rows)", flush=True)
 
 
 def own_rates(benchmark: str) -> None:

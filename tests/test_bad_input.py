@@ -394,6 +394,7 @@ GOOD = {
     "model_name": "Llama 3.1 8B", "input_tokens": 64,
     "accuracy.benchmark": "deepseek-r1", "accuracy.scenarios": ("Offline",),
     "accuracy.bound_share.row_id": "v5.1-nvidia-b200_sxm_180gbx8_trt-deepseek-r1-server",
+    "accuracy.vendor_table.models": ["Llama 3.1 8B"],
     "accuracy.row_groups.table": lambda: __import__("inferlab.accuracy").accuracy.audited_rows(
         "deepseek-r1"),
     "accuracy.run_rules.group": lambda: next(iter(__import__("inferlab.accuracy").accuracy
