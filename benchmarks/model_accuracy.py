@@ -113,11 +113,15 @@ def held_out(benchmark: str, stacks_wanted) -> None:
           f"rows={sum(len(entry.rows) for entry in scored)}", flush=True)
 
 
-def vendor_rows() -> None:
-    """TensorRT-LLM's own throughput table, every row predicted: one line a row, then the
-    median by configuration and over all rows."""
+def vendor_rows(stacks_wanted) -> None:
+    """TensorRT-LLM's own throughput table, every row predicted (those of ``stacks_wanted``
+    only, if given): one line a row, then the median by configuration and over all rows."""
     start = time.perf_counter()
-    rows = vendor_table()
+    rows = [row for row in vendor_table()
+            if not stacks_wanted or row.prediction.stack in stacks_wanted]
+    if not rows:
+        print(f"vendor_table=trtllm-throughput rows=0 (no row runs on {stacks_wanted})")
+        return
     for row in rows:
         layout = f"tp={row.tp}" + (f" pp={row.pp}" if row.pp > 1 else "")
         print(f"vendor    {row.model:<14s} {row.tp * row.pp:2d} x {row.accelerator:<24s} "
@@ -182,7 +186,7 @@ def main() -> None:
     args = parser.parse_args()
     wanted = args.benchmark or ("llama2-70b", *HELD_OUT, VENDOR)
     if VENDOR in wanted:
-        vendor_rows()
+        vendor_rows(args.stack)
     for benchmark in HELD_OUT:
         if benchmark in wanted:
             held_out(benchmark, args.stack)
