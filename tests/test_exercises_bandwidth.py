@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from conftest import glued
 
-from inferlab.common.data import load_table, result
+from inferlab.common.data import result
 from inferlab.model import roofline, specs
 from inferlab.model.capacity import GIB, kv_bytes_per_token
 from inferlab.model.feasibility import Infeasible, layout
@@ -126,27 +126,6 @@ def test_ex_bw_ridge_batch_reaches_the_ridge_and_the_cache_caps_the_intensity(an
                                     kv_bytes_per_token=kv_bytes_per_token(LLAMA2_70B, "bf16"),
                                     context_tokens=2048, batch=10**6)
     assert limit * 0.99 < huge.intensity_flop_per_byte < limit
-
-
-@pytest.mark.build
-def test_ex_bw_pair_shares_are_the_vendor_tables_and_fall_towards_the_bandwidth_ratio(answers):
-    table = load_table("trtllm_throughput").set_index("id")
-    rate = {(chip, lengths): table.loc[f"trtllm-1.0-llama3.1-8b-{chip}-tp1-fp8-{lengths}",
-                                       "tokens_per_s"]
-            for chip in ("h100", "h200") for lengths in ("128-128", "20000-2000")}
-    assert answers["ex_bw_pair_short"] == pytest.approx(
-        rate["h100", "128-128"] / rate["h200", "128-128"])
-    assert answers["ex_bw_pair_long"] == pytest.approx(
-        rate["h100", "20000-2000"] / rate["h200", "20000-2000"])
-    bandwidth = H100.memory_bandwidth_bytes_per_s / specs.chip(
-        "NVIDIA H200 SXM").memory_bandwidth_bytes_per_s
-    assert answers["ex_bw_pair_bandwidth"] == pytest.approx(bandwidth)
-    # The solution's reading: alike where arithmetic binds, the long lengths the lowest
-    # share, and none below the bandwidths' ratio (same FLOP/s, so bytes are all that
-    # separate the chips).
-    assert abs(answers["ex_bw_pair_short"] - 1) < 0.05
-    assert answers["ex_bw_pair_lowest"] == pytest.approx(answers["ex_bw_pair_long"])
-    assert bandwidth < answers["ex_bw_pair_lowest"] < 0.8
 
 
 @pytest.mark.build

@@ -12,7 +12,7 @@ import math
 import pytest
 from conftest import glued
 
-from inferlab.common.data import result
+from inferlab.common.data import load_table, result
 from inferlab.model import roofline, specs
 from inferlab.model.roofline import params_read
 
@@ -129,3 +129,23 @@ def test_ex_hw_moe_finds_the_least_batch_that_reads_nine_tenths_of_the_experts(a
         params_read(qwen, batch) / batch)
     assert answers["ex_hw_moe_gb_per_token"] < answers["ex_hw_moe_gb_alone"] / 3
 
+
+@pytest.mark.build
+def test_ex_hw_pair_shares_are_the_vendor_tables_and_fall_towards_the_bandwidth_ratio(answers):
+    table = load_table("trtllm_throughput").set_index("id")
+    rate = {(chip, lengths): table.loc[f"trtllm-1.0-llama3.1-8b-{chip}-tp1-fp8-{lengths}",
+                                       "tokens_per_s"]
+            for chip in ("h100", "h200") for lengths in ("128-128", "20000-2000")}
+    assert answers["ex_hw_pair_short"] == pytest.approx(
+        rate["h100", "128-128"] / rate["h200", "128-128"])
+    assert answers["ex_hw_pair_long"] == pytest.approx(
+        rate["h100", "20000-2000"] / rate["h200", "20000-2000"])
+    bandwidth = specs.chip("NVIDIA H100 SXM").memory_bandwidth_bytes_per_s / specs.chip(
+        "NVIDIA H200 SXM").memory_bandwidth_bytes_per_s
+    assert answers["ex_hw_pair_bandwidth"] == pytest.approx(bandwidth)
+    # The solution's reading: alike where arithmetic binds, the long lengths the lowest
+    # share, and none below the bandwidths' ratio (same FLOP/s, so bytes are all that
+    # separate the chips).
+    assert abs(answers["ex_hw_pair_short"] - 1) < 0.05
+    assert answers["ex_hw_pair_lowest"] == pytest.approx(answers["ex_hw_pair_long"])
+    assert bandwidth < answers["ex_hw_pair_lowest"] < 0.8
