@@ -70,11 +70,11 @@ from inferlab.accuracy import (
     median_abs_error,
     row_groups,
     score,
+    vendor_configurations,
     vendor_table,
 )
 from inferlab.benchmark.verdict import mlperf_rules
 from inferlab.common.data import load_table
-from inferlab.model import specs
 from inferlab.model.feasibility import Infeasible
 from inferlab.predict import FIT_RULES, predict
 from inferlab.serving.calibration import scenario_pairs, stack, stacks
@@ -128,17 +128,15 @@ def vendor_rows(stacks_wanted) -> None:
               f"{row.precision} {layout:<10s} {row.input_tokens:6d} in {row.output_tokens:5d} "
               f"out reported {row.reported_tok_s:9,.0f} modelled "
               f"{row.prediction.tokens_per_s:9,.0f} {row.error:+6.1%} {row.id}", flush=True)
-    configurations = {}
-    for row in rows:
-        configurations.setdefault((row.model, row.accelerator, row.tp, row.pp, row.precision),
-                                  []).append(row)
-    for (model, chip, tp, pp, precision), group in configurations.items():
-        print(f"vendor configuration {model}, {tp * pp} x {chip} tp={tp} pp={pp} {precision}: "
-              f"median error {statistics.median(row.error for row in group):+.1%}, median "
-              f"absolute {median_abs_error(group):.1%} over {len(group)} lengths")
+    for found in vendor_configurations(rows):
+        print(f"vendor configuration {found.model}, {found.tp * found.pp} x "
+              f"{found.accelerator} tp={found.tp} pp={found.pp} {found.precision}: median "
+              f"error {found.median_error:+.1%}, median absolute "
+              f"{median_abs_error(found.rows):.1%} over {len(found.rows)} lengths, rank "
+              f"agreement {found.rank_agreement:.2f}")
     print(f"predicted {len(rows)} rows in {time.perf_counter() - start:.0f} s")
-    dense = [row for row in rows if specs.model(row.model).experts == 1]
-    mixtures = [row for row in rows if row not in dense]
+    dense = [row for row in rows if not row.mixture]
+    mixtures = [row for row in rows if row.mixture]
     print(f"vendor_table=trtllm-throughput median_abs_error={median_abs_error(rows):.3f} "
           f"rows={len(rows)} dense={median_abs_error(dense):.3f} ({len(dense)} rows) "
           f"mixtures={median_abs_error(mixtures):.3f} ({len(mixtures)} rows)", flush=True)

@@ -29,6 +29,8 @@ import math
 import statistics
 from dataclasses import dataclass, replace
 
+import pandas as pd
+
 from inferlab.benchmark.mlperf import BENCHMARK_MODELS, SCENARIOS, bounds
 from inferlab.benchmark.verdict import MAX_QUERIES, RunRules, mlperf_rules
 from inferlab.benchmark.workload import Workload
@@ -330,13 +332,15 @@ def bound_share(benchmark: str, row_id: str) -> float:
 class VendorRow:
     """One row of a vendor's throughput table beside the model's prediction of it.
 
-    ``id`` is the row's in ``data/trtllm_throughput.csv``; ``reported_tok_s`` its output
-    tokens a second over the run's ``tp x pp`` chips; ``prediction`` the same
-    configuration's steady Offline run of fixed lengths.
+    ``id`` is the row's in ``data/trtllm_throughput.csv``; ``mixture`` whether its model
+    is a mixture of experts; ``reported_tok_s`` its output tokens a second over the run's
+    ``tp x pp`` chips; ``prediction`` the same configuration's steady Offline run of fixed
+    lengths.
     """
 
     id: str
     model: str
+    mixture: bool
     accelerator: str
     tp: int
     pp: int
@@ -389,11 +393,48 @@ def vendor_table(models=None) -> list[VendorRow]:
                              "Offline", tps=[tp], pp=pp, ep=tp if mixture else 1,
                              workload=Workload.fixed(int(row["input_tokens"]),
                                                      int(row["output_tokens"])))
-        found.append(VendorRow(row["id"], row["model"], row["accelerator"], tp, pp,
+        found.append(VendorRow(row["id"], row["model"], mixture, row["accelerator"], tp, pp,
                                row["precision"], int(row["input_tokens"]),
                                int(row["output_tokens"]), float(row["tokens_per_s"]),
                                prediction))
     return found
+
+
+@dataclass(frozen=True)
+class VendorConfiguration:
+    """The rows of a vendor's table that share a model, chip, layout and weight format
+    (:func:`vendor_configurations`): one configuration at its several lengths."""
+
+    model: str
+    mixture: bool
+    accelerator: str
+    tp: int
+    pp: int
+    precision: str
+    rows: tuple[VendorRow, ...]
+
+    @property
+    def median_error(self) -> float:
+        """The median of its rows' errors, with their signs."""
+        return statistics.median(row.error for row in self.rows)
+
+    @property
+    def rank_agreement(self) -> float:
+        """How far the model orders the configuration's lengths as the table does: the
+        rank (Spearman) correlation of modelled and reported rates over its rows."""
+        reported = pd.Series([row.reported_tok_s for row in self.rows])
+        modelled = pd.Series([row.prediction.tokens_per_s for row in self.rows])
+        return float(reported.rank().corr(modelled.rank()))
+
+
+def vendor_configurations(rows) -> list[VendorConfiguration]:
+    """The configurations of ``rows`` (of :func:`vendor_table`), in the order of their
+    first rows. Used in the appendix 'How far the model carries'."""
+    grouped = {}
+    for row in rows:
+        grouped.setdefault((row.model, row.mixture, row.accelerator, row.tp, row.pp,
+                            row.precision), []).append(row)
+    return [VendorConfiguration(*key, tuple(group)) for key, group in grouped.items()]
 
 
 def median_abs_error(scored) -> float:
