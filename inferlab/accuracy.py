@@ -420,8 +420,8 @@ class VendorConfiguration:
 
     @property
     def rank_agreement(self) -> float:
-        """How far the model orders the configuration's lengths as the table does: the
-        rank (Spearman) correlation of modelled and reported rates over its rows."""
+        """The rank (Spearman) correlation of modelled and reported rates over its rows,
+        how far the model orders the configuration's lengths as the table does."""
         reported = pd.Series([row.reported_tok_s for row in self.rows])
         modelled = pd.Series([row.prediction.tokens_per_s for row in self.rows])
         return float(reported.rank().corr(modelled.rank()))
